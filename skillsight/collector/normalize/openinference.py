@@ -1,0 +1,61 @@
+"""OpenInference (Arize Phoenix's instrumentors) and traceAI, which grew from it.
+
+Both put the span's role in a kind attribute (``openinference.span.kind``; traceAI's
+``fi.span.kind`` or ``gen_ai.span.kind``) and share ``input.value``, ``output.value``,
+``tool.name``, ``session.id`` and ``llm.token_count.*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from skillsight.collector.normalize._convention import Convention
+from skillsight.collector.normalize._sql import attr, first, has_attr, has_attr_prefix, lookup
+
+_KIND_TO_OPERATION = {
+    "LLM": "chat",
+    "TOOL": "execute_tool",
+    "AGENT": "invoke_agent",
+    "CHAIN": "chain",
+    "EMBEDDING": "embeddings",
+    "RETRIEVER": "retrieval",
+    "RERANKER": "rerank",
+    "GUARDRAIL": "guardrail",
+    "EVALUATOR": "evaluate",
+}
+
+
+def _fields(kind_expr: str, extra_session: tuple[str, ...] = ()) -> Mapping[str, str]:
+    return {
+        "operation": lookup(f"upper({kind_expr})", _KIND_TO_OPERATION),
+        "session_id": first(attr("session.id"), *extra_session),
+        "agent": attr("agent.name"),
+        "model": first(attr("llm.model_name"), attr("llm.response.model")),
+        "tool_name": attr("tool.name"),
+        "tool_call_id": first(attr("tool.id"), attr("tool_call.id")),
+        "input": first(attr("input.value"), attr("tool.parameters")),
+        "output": attr("output.value"),
+        "input_tokens": attr("llm.token_count.prompt"),
+        "output_tokens": attr("llm.token_count.completion"),
+        "cache_read_tokens": attr("llm.token_count.prompt_details.cache_read"),
+        "cache_creation_tokens": attr("llm.token_count.prompt_details.cache_write"),
+        "cost_usd": attr("llm.cost.total"),
+    }
+
+
+OPENINFERENCE = Convention(
+    name="openinference",
+    detect=has_attr("openinference.span.kind"),
+    span_fields=_fields(attr("openinference.span.kind")),
+    gated=True,
+)
+
+TRACEAI = Convention(
+    name="traceai",
+    detect=f"({has_attr('fi.span.kind')} OR {has_attr_prefix('claude_agent.')})",
+    span_fields=_fields(
+        first(attr("fi.span.kind"), attr("gen_ai.span.kind")),
+        extra_session=(attr("claude_agent.session_id"),),
+    ),
+    gated=True,
+)

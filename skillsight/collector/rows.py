@@ -1,0 +1,97 @@
+"""Raw rows: what the decoders produce and the store's normalizing insert consumes.
+
+A decoded OTLP request becomes columns (one Python list per column) of *raw* values: ids as hex,
+times as integer nanoseconds, attributes as parallel key/value lists. Normalization (operation,
+session, tool, skill, tokens, ...) happens inside ClickHouse at insert time, from the SQL that
+:mod:`skillsight.collector.normalize` composes, so both store transports and every decoder share
+one definition of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+_STR = pa.string()
+_I64 = pa.int64()
+_LIST = pa.list_(pa.string())
+
+# (column, arrow type, ClickHouse type) — the ClickHouse type is what the server transport's
+# input() table function is told to expect.
+SPAN_COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
+    ("project_id", _STR, "String"),
+    ("trace_id", _STR, "String"),
+    ("span_id", _STR, "String"),
+    ("parent_span_id", _STR, "String"),
+    ("name", _STR, "String"),
+    ("kind", _STR, "String"),
+    ("start_ns", _I64, "Int64"),
+    ("end_ns", _I64, "Int64"),
+    ("status_code", _STR, "String"),
+    ("status_message", _STR, "String"),
+    ("scope_name", _STR, "String"),
+    ("scope_version", _STR, "String"),
+    ("attr_keys", _LIST, "Array(String)"),
+    ("attr_values", _LIST, "Array(String)"),
+    ("res_keys", _LIST, "Array(String)"),
+    ("res_values", _LIST, "Array(String)"),
+    ("span_events", _STR, "String"),
+    ("links", _STR, "String"),
+)
+
+EVENT_COLUMNS: tuple[tuple[str, pa.DataType, str], ...] = (
+    ("project_id", _STR, "String"),
+    ("record_id", _STR, "String"),
+    ("time_ns", _I64, "Int64"),
+    ("observed_ns", _I64, "Int64"),
+    ("trace_id", _STR, "String"),
+    ("span_id", _STR, "String"),
+    ("severity_number", _I64, "Int64"),
+    ("severity_text", _STR, "String"),
+    ("event_name", _STR, "String"),
+    ("body", _STR, "String"),
+    ("scope_name", _STR, "String"),
+    ("attr_keys", _LIST, "Array(String)"),
+    ("attr_values", _LIST, "Array(String)"),
+    ("res_keys", _LIST, "Array(String)"),
+    ("res_values", _LIST, "Array(String)"),
+)
+
+SPAN_SCHEMA = pa.schema([(name, kind) for name, kind, _ in SPAN_COLUMNS])
+EVENT_SCHEMA = pa.schema([(name, kind) for name, kind, _ in EVENT_COLUMNS])
+
+
+def clickhouse_structure(columns: tuple[tuple[str, pa.DataType, str], ...]) -> str:
+    """The ``name Type, ...`` structure string of a raw column set."""
+    return ", ".join(f"{name} {ch_type}" for name, _, ch_type in columns)
+
+
+@dataclass
+class Columns:
+    """Column lists under construction; one list per raw column, all of equal length."""
+
+    names: tuple[str, ...]
+    data: dict[str, list[object]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.data:
+            self.data = {name: [] for name in self.names}
+
+    def __len__(self) -> int:
+        return len(self.data[self.names[0]])
+
+    def extend(self, other: Columns) -> None:
+        for name in self.names:
+            self.data[name].extend(other.data[name])
+
+    def to_arrow(self, schema: pa.Schema) -> pa.Table:
+        return pa.table({name: self.data[name] for name in self.names}, schema=schema)
+
+
+def span_columns() -> Columns:
+    return Columns(tuple(name for name, _, _ in SPAN_COLUMNS))
+
+
+def event_columns() -> Columns:
+    return Columns(tuple(name for name, _, _ in EVENT_COLUMNS))

@@ -1,0 +1,175 @@
+"""The store: one ClickHouse dialect behind two transports (embedded chdb, clickhouse-connect).
+
+Transports implement four primitives (:meth:`Store._command`, :meth:`Store._rows`,
+:meth:`Store._insert_select`, :meth:`Store.close`); everything else, and every SQL statement the
+service runs, lives here or in ``queries.py`` and is shared by both.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import pyarrow as pa
+
+from skillsight.collector import rows
+from skillsight.collector.normalize import event_projection, span_projection
+from skillsight.errors import MigrationError
+
+log = logging.getLogger(__name__)
+
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+# Settings that keep reads bounded and JSON numbers numeric.
+READ_SETTINGS: Mapping[str, Any] = {
+    "output_format_json_quote_64bit_integers": 0,
+    "output_format_json_quote_64bit_floats": 0,
+    "max_memory_usage": 4 * 1024**3,
+}
+
+
+class Store(ABC):
+    """A ClickHouse database holding skillsight's tables. Thread-safe."""
+
+    kind: str = "abstract"
+
+    def __init__(self) -> None:
+        self._span_columns, self._span_select = span_projection()
+        self._event_columns, self._event_select = event_projection()
+
+    # -- transport primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        """Run a statement that returns nothing."""
+
+    @abstractmethod
+    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts (JSON types)."""
+
+    @abstractmethod
+    def _insert_select(
+        self, table: str, columns: Sequence[str], select: str, data: pa.Table, structure: str
+    ) -> None:
+        """``INSERT INTO table (columns) SELECT <select> FROM <data>`` in one statement.
+
+        ``structure`` is the ClickHouse structure of ``data`` for transports that stream it.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection; the store is unusable afterwards."""
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def migrate(self) -> list[str]:
+        """Apply numbered migrations not yet recorded; return the names applied now."""
+        self._command(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, "
+            "applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
+            "ENGINE = ReplacingMergeTree ORDER BY version"
+        )
+        done = {int(r["version"]) for r in self._rows("SELECT version FROM schema_migrations")}
+        applied: list[str] = []
+        for version, name, sql in _migrations():
+            if version in done:
+                continue
+            try:
+                for statement in _statements(sql):
+                    self._command(statement)
+            except Exception as exc:
+                raise MigrationError(f"migration {name} failed: {exc}") from exc
+            self._command(
+                "INSERT INTO schema_migrations (version, name) VALUES ({v:UInt32}, {n:String})",
+                {"v": version, "n": name},
+            )
+            log.info("applied migration %s", name)
+            applied.append(name)
+        return applied
+
+    def set_retention(self, days: int) -> None:
+        """Keep spans and events ``days`` days (0 = forever)."""
+        for table, column in (("spans", "start_time"), ("events", "timestamp")):
+            if days > 0:
+                self._command(
+                    f"ALTER TABLE {table} MODIFY TTL toDateTime({column}) + INTERVAL {int(days)} DAY"
+                )
+            else:
+                try:
+                    self._command(f"ALTER TABLE {table} REMOVE TTL")
+                except Exception:  # REMOVE TTL on a table that has none is an error in ClickHouse
+                    log.debug("no TTL to remove on %s", table)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def insert_spans(self, data: pa.Table) -> int:
+        """Normalize and insert raw span rows (schema :data:`rows.SPAN_SCHEMA`)."""
+        if data.num_rows:
+            self._insert_select(
+                "spans",
+                self._span_columns,
+                self._span_select,
+                data,
+                rows.clickhouse_structure(rows.SPAN_COLUMNS),
+            )
+        return int(data.num_rows)
+
+    def insert_events(self, data: pa.Table) -> int:
+        """Normalize and insert raw log records (schema :data:`rows.EVENT_SCHEMA`)."""
+        if data.num_rows:
+            self._insert_select(
+                "events",
+                self._event_columns,
+                self._event_select,
+                data,
+                rows.clickhouse_structure(rows.EVENT_COLUMNS),
+            )
+        return int(data.num_rows)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a read-only query; used by the queries module and tests."""
+        return self._rows(sql, params)
+
+    def ping(self) -> bool:
+        return bool(self._rows("SELECT 1 AS ok"))
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    found = []
+    folder = resources.files("skillsight.collector.store") / "migrations"
+    for entry in folder.iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        raise MigrationError(f"two migrations share a number: {sorted(versions)}")
+    return sorted(found)
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration file on ';' at line ends, dropping comment-only pieces."""
+    pieces = re.split(r";\s*$", sql, flags=re.MULTILINE)
+    out = []
+    for piece in pieces:
+        body = "\n".join(
+            line for line in piece.splitlines() if not line.strip().startswith("--")
+        ).strip()
+        if body:
+            out.append(body)
+    return out
+
+
+class LockedStore(Store, ABC):
+    """A store whose connection serves one statement at a time (chdb)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.RLock()

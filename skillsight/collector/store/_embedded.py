@@ -1,0 +1,72 @@
+"""Embedded transport: chdb, the ClickHouse engine in-process, data in a local folder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import chdb
+import pyarrow as pa
+
+from skillsight.collector.store._base import READ_SETTINGS, LockedStore
+from skillsight.errors import StoreError
+
+
+def _settings_clause(settings: Mapping[str, Any]) -> str:
+    return " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items())
+
+
+class EmbeddedStore(LockedStore):
+    """ClickHouse through chdb. One process owns the folder; statements are serialized."""
+
+    kind = "embedded"
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir
+        try:
+            self._conn = chdb.connect(str(data_dir))
+        except Exception as exc:
+            raise StoreError(f"cannot open the embedded store in {data_dir}: {exc}") from exc
+
+    def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+        with self._lock:
+            try:
+                self._conn.query(sql, "CSV", params=dict(params) if params else None)
+            except Exception as exc:
+                raise StoreError(str(exc)) from exc
+
+    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            try:
+                result = self._conn.query(
+                    sql + _settings_clause(READ_SETTINGS),
+                    "JSONEachRow",
+                    params=dict(params) if params else None,
+                )
+            except Exception as exc:
+                raise StoreError(str(exc)) from exc
+        raw = result.bytes()
+        return [json.loads(line) for line in raw.splitlines() if line]
+
+    def _insert_select(
+        self, table: str, columns: Sequence[str], select: str, data: pa.Table, structure: str
+    ) -> None:
+        # chdb's Python() table function finds the Arrow table by its local name in this frame.
+        batch = data  # noqa: F841 - read by name inside the SQL below
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} FROM Python(batch)"
+        with self._lock:
+            try:
+                self._conn.query(sql)
+            except Exception as exc:
+                raise StoreError(f"insert into {table} failed: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self._conn.close()
+            except Exception as exc:
+                raise StoreError(f"closing the embedded store failed: {exc}") from exc

@@ -1,0 +1,168 @@
+"""Every setting of the service, declared once with its env var, default and type.
+
+Precedence, highest first: explicit argument (CLI flag) > ``SKILLSIGHT_*`` environment variable >
+config file (TOML, path in ``SKILLSIGHT_CONFIG``) > default. A malformed value fails at start-up
+with a :class:`~skillsight.errors.ConfigError` that names the variable and what it expects.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from skillsight.errors import ConfigError
+
+DEFAULT_PROJECT = "default"
+
+
+def _parse_api_keys(raw: str) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in raw.split(","))):
+        key, sep, project = item.partition(":")
+        if not sep or not key or not project:
+            raise ValueError(f"{item!r} is not of the form key:project")
+        keys[key] = project
+    return keys
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("expected true or false")
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": _parse_bool,
+    "path": Path,
+    "api_keys": _parse_api_keys,
+}
+
+
+def _setting(default: Any, kind: str, help: str) -> Any:
+    return field(default=default, metadata={"kind": kind, "help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The service's settings. Build with :meth:`Settings.load`."""
+
+    data_dir: Path = _setting(Path(".skillsight/data"), "path", "folder of the embedded store")
+    clickhouse_url: str = _setting(
+        "", "str", "ClickHouse server, clickhouse://user:pass@host:8123/db; empty = embedded chdb"
+    )
+    host: str = _setting(
+        "", "str", "interface to bind; empty = 127.0.0.1 without API keys, 0.0.0.0 with them"
+    )
+    port: int = _setting(8000, "int", "REST API and web UI port")
+    otlp_http_port: int = _setting(4318, "int", "OTLP/HTTP receiver port")
+    otlp_grpc_port: int = _setting(4317, "int", "OTLP/gRPC receiver port")
+    api_keys: dict[str, str] = _setting(
+        None, "api_keys", "key:project,... ; unset = everything is project 'default', loopback only"
+    )
+    max_request_bytes: int = _setting(
+        16 * 1024 * 1024, "int", "largest OTLP request body accepted, as sent (413 past it)"
+    )
+    max_decompressed_bytes: int = _setting(
+        64 * 1024 * 1024, "int", "largest OTLP body after gzip decompression (413 past it)"
+    )
+    max_attribute_bytes: int = _setting(
+        256 * 1024, "int", "attribute values longer than this are cut and marked"
+    )
+    max_attribute_depth: int = _setting(
+        8, "int", "array/map attribute values nested deeper than this are cut and marked"
+    )
+    queue_max_rows: int = _setting(
+        500_000, "int", "rows (spans + log records) held for writing before clients get 429/503"
+    )
+    batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
+    flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
+    retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
+
+    def __post_init__(self) -> None:
+        if self.api_keys is None:
+            object.__setattr__(self, "api_keys", {})
+
+    @property
+    def bind_host(self) -> str:
+        """Loopback unless API keys make remote callers identifiable."""
+        if self.host:
+            return self.host
+        return "0.0.0.0" if self.api_keys else "127.0.0.1"
+
+    @classmethod
+    def load(
+        cls, overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Resolve every setting by precedence; ``overrides`` holds explicit arguments."""
+        environ = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        config_path = environ.get("SKILLSIGHT_CONFIG")
+        file_values = _read_config_file(Path(config_path)) if config_path else {}
+        for spec in fields(cls):
+            kind = spec.metadata["kind"]
+            env_name = f"SKILLSIGHT_{spec.name.upper()}"
+            if overrides and overrides.get(spec.name) is not None:
+                values[spec.name] = overrides[spec.name]
+            elif env_name in environ:
+                values[spec.name] = _parse(env_name, environ[env_name], kind)
+            elif spec.name in file_values:
+                values[spec.name] = _parse(
+                    f"{config_path}: {spec.name}", str(file_values[spec.name]), kind
+                )
+        settings = replace(cls(), **values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        for name in ("port", "otlp_http_port", "otlp_grpc_port"):
+            port = getattr(self, name)
+            if not 0 <= port <= 65535:
+                raise ConfigError(f"{name}={port} is not a TCP port (0-65535)")
+        for name in ("max_request_bytes", "max_decompressed_bytes", "queue_max_rows",
+                     "batch_max_rows", "max_attribute_bytes", "max_attribute_depth"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
+        if self.clickhouse_url and not self.clickhouse_url.startswith(
+            ("clickhouse://", "clickhouses://", "http://", "https://")
+        ):
+            raise ConfigError(
+                f"clickhouse_url {self.clickhouse_url!r} must look like "
+                "clickhouse://user:password@host:8123/database"
+            )
+
+    @staticmethod
+    def describe() -> list[tuple[str, str, str]]:
+        """(env var, default, help) of every setting, for docs and ``--help``."""
+        return [
+            (f"SKILLSIGHT_{s.name.upper()}", repr(s.default), s.metadata["help"])
+            for s in fields(Settings)
+        ]
+
+
+def _parse(source: str, raw: str, kind: str) -> Any:
+    try:
+        return _PARSERS[kind](raw)
+    except ValueError as exc:
+        raise ConfigError(f"{source}={raw!r}: {exc} (expected {kind})") from exc
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"SKILLSIGHT_CONFIG={path}: {exc}") from exc
+    section = data.get("skillsight", data)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: expected a [skillsight] table")
+    return section

@@ -1,0 +1,58 @@
+"""Attribute and span names that skillsight emits and reads: the one home for them.
+
+OpenTelemetry GenAI names are used where they exist (including the proposed ``gen_ai.skill.*``);
+everything else lives under ``skillsight.*``. Third-party conventions the collector understands
+keep their names beside their mappers in :mod:`skillsight.collector.normalize`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- OpenTelemetry GenAI -------------------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
+GEN_AI_SKILL_DESCRIPTION: Final = "gen_ai.skill.description"
+GEN_AI_SKILL_SOURCE_URI: Final = "gen_ai.skill.source.uri"
+GEN_AI_SKILL_VERSION: Final = "gen_ai.skill.version"
+
+# gen_ai.operation.name values
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+# skillsight's own operation for a skill activation span (no GenAI value exists yet)
+OP_ACTIVATE_SKILL: Final = "activate_skill"
+
+# --- skillsight ------------------------------------------------------------------------------
+SKILLSIGHT_SPAN_KIND: Final = "skillsight.span.kind"
+SPAN_KIND_SKILL_ACTIVATION: Final = "skill_activation"
+SKILLSIGHT_SKILLS_AVAILABLE: Final = "skillsight.skills.available"
+SKILLSIGHT_SKILL_ALLOWED_TOOLS: Final = "skillsight.skill.allowed_tools"
+SKILLSIGHT_ACTIVATION_TRIGGER: Final = "skillsight.activation.trigger"
+SKILLSIGHT_ACTIVATION_INPUT: Final = "skillsight.activation.input"
+SKILLSIGHT_COST_USD: Final = "skillsight.cost_usd"
+SKILLSIGHT_PROJECT_KEY_HEADER: Final = "x-skillsight-key"
+
+# --- OpenInference (for rendering in Phoenix / Langfuse) --------------------------------------
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+
+# --- OpenTelemetry resource ------------------------------------------------------------------
+SERVICE_NAME: Final = "service.name"
