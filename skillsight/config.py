@@ -128,8 +128,14 @@ class Settings:
             port = getattr(self, name)
             if not 0 <= port <= 65535:
                 raise ConfigError(f"{name}={port} is not a TCP port (0-65535)")
-        for name in ("max_request_bytes", "max_decompressed_bytes", "queue_max_rows",
-                     "batch_max_rows", "max_attribute_bytes", "max_attribute_depth"):
+        for name in (
+            "max_request_bytes",
+            "max_decompressed_bytes",
+            "queue_max_rows",
+            "batch_max_rows",
+            "max_attribute_bytes",
+            "max_attribute_depth",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
         if self.clickhouse_url and not self.clickhouse_url.startswith(

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from skillsight.collector import rows
 from skillsight.collector.normalize import event_projection, span_projection
+from skillsight.collector.store import queries
 from skillsight.errors import MigrationError
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,8 @@ class Store(ABC):
         """Keep spans and events ``days`` days (0 = forever)."""
         for table, column in (("spans", "start_time"), ("events", "timestamp")):
             if days > 0:
-                self._command(
-                    f"ALTER TABLE {table} MODIFY TTL toDateTime({column}) + INTERVAL {int(days)} DAY"
-                )
+                ttl = f"toDateTime({column}) + INTERVAL {int(days)} DAY"
+                self._command(f"ALTER TABLE {table} MODIFY TTL {ttl}")
             else:
                 try:
                     self._command(f"ALTER TABLE {table} REMOVE TTL")
@@ -139,6 +139,50 @@ class Store(ABC):
 
     def ping(self) -> bool:
         return bool(self._rows("SELECT 1 AS ok"))
+
+    def list_spans(
+        self, project_id: str, *, trace_id: str = "", session_id: str = "", limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Normalized spans of a project, one row per span however often it was exported."""
+        return self._rows(
+            queries.LIST_SPANS,
+            {
+                "project": project_id,
+                "trace": trace_id,
+                "session": session_id,
+                "limit": limit,
+            },
+        )
+
+    def list_events(
+        self,
+        project_id: str,
+        *,
+        session_id: str = "",
+        trace_id: str = "",
+        event_name: str = "",
+        limit: int = 1000,
+    ) -> list[dict[str, Any]]:
+        """Normalized log events of a project, deduplicated."""
+        return self._rows(
+            queries.LIST_EVENTS,
+            {
+                "project": project_id,
+                "session": session_id,
+                "trace": trace_id,
+                "event": event_name,
+                "limit": limit,
+            },
+        )
+
+    def count_spans(self, project_id: str) -> dict[str, int]:
+        """``{"rows": physical rows, "spans": distinct spans}`` of a project."""
+        row = self._rows(queries.COUNT_SPANS, {"project": project_id})[0]
+        return {"rows": int(row["rows"]), "spans": int(row["spans"])}
+
+    def count_events(self, project_id: str) -> dict[str, int]:
+        row = self._rows(queries.COUNT_EVENTS, {"project": project_id})[0]
+        return {"rows": int(row["rows"]), "events": int(row["events"])}
 
 
 def _migrations() -> list[tuple[int, str, str]]:

@@ -30,7 +30,10 @@ class EmbeddedStore(LockedStore):
         try:
             self._conn = chdb.connect(str(data_dir))
         except Exception as exc:
-            raise StoreError(f"cannot open the embedded store in {data_dir}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the embedded store in {data_dir} (is it in use by another "
+                f"process, such as a running `skillsight serve`?): {exc}"
+            ) from exc
 
     def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         with self._lock:

@@ -1,0 +1,132 @@
+"""The FastAPI application: REST API, OTLP/HTTP routes, health.
+
+:func:`create_app` takes its collaborators (settings, store, collector) so tests and the server
+inject them; whatever it is not given it creates and owns for the app's lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+
+from skillsight.api.models import EventOut, SpanOut, event_out, span_out
+from skillsight.collector.receivers import otlp_http_routes
+from skillsight.collector.service import Collector
+from skillsight.collector.store import Store, open_store
+from skillsight.collector.tenancy import Unauthenticated, project_for
+from skillsight.config import Settings
+
+
+def _project(request: Request) -> str:
+    """The caller's project, from its API key (``default`` when no keys are configured)."""
+    settings: Settings = request.app.state.settings
+    try:
+        return project_for(settings.api_keys, request.headers)
+    except Unauthenticated as exc:
+        raise HTTPException(401, str(exc)) from exc
+
+
+ProjectId = Annotated[str, Depends(_project)]
+
+
+class _Holder:
+    """The app's collaborators, set when its lifespan starts."""
+
+    store: Store
+    collector: Collector
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    collector: Collector | None = None,
+) -> FastAPI:
+    """Build the app. Given no store/collector, it opens and owns them for its lifespan."""
+    settings = settings or Settings.load()
+    holder = _Holder()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            if collector is not None:
+                holder.collector = collector
+                holder.store = collector.store
+            else:
+                holder.store = store or await asyncio.to_thread(open_store, settings)
+                if store is None:
+                    stack.callback(holder.store.close)
+                holder.collector = await stack.enter_async_context(
+                    Collector(holder.store, settings)
+                )
+            yield
+
+    app = FastAPI(
+        title="skillsight",
+        summary="OpenTelemetry ingest and evaluation of agent skills",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+
+    app.state.settings = settings
+
+    @app.get("/healthz", tags=["service"])
+    async def healthz() -> dict[str, object]:
+        """Liveness and the write path's state (queue fill, rows written, last store error)."""
+        ok = await asyncio.to_thread(holder.store.ping)
+        return {"ok": ok, **holder.collector.health()}
+
+    @app.get("/api/v1/spans", response_model=list[SpanOut], tags=["spans"])
+    async def spans(
+        project_id: ProjectId,
+        trace_id: Annotated[str, Query(max_length=64)] = "",
+        session_id: Annotated[str, Query(max_length=256)] = "",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    ) -> list[SpanOut]:
+        """Normalized spans, oldest first; filter by trace or session."""
+        rows = await asyncio.to_thread(
+            holder.store.list_spans,
+            project_id,
+            trace_id=trace_id.lower(),
+            session_id=session_id,
+            limit=limit,
+        )
+        return [span_out(r) for r in rows]
+
+    @app.get("/api/v1/events", response_model=list[EventOut], tags=["events"])
+    async def events(
+        project_id: ProjectId,
+        session_id: Annotated[str, Query(max_length=256)] = "",
+        trace_id: Annotated[str, Query(max_length=64)] = "",
+        event_name: Annotated[str, Query(max_length=256)] = "",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    ) -> list[EventOut]:
+        """Normalized log events (Claude Code's skill, tool and API events among them)."""
+        rows = await asyncio.to_thread(
+            holder.store.list_events,
+            project_id,
+            session_id=session_id,
+            trace_id=trace_id.lower(),
+            event_name=event_name,
+            limit=limit,
+        )
+        return [event_out(r) for r in rows]
+
+    # OTLP/HTTP is served on the API port too, so one URL is enough for small set-ups.
+    for route in otlp_http_routes(_CollectorProxy(holder)):  # type: ignore[arg-type]
+        app.router.routes.append(route)
+    return app
+
+
+class _CollectorProxy:
+    """Lets routes be built before the lifespan has made the collector."""
+
+    def __init__(self, holder: _Holder) -> None:
+        self._holder = holder
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._holder.collector, name)

@@ -1,0 +1,373 @@
+"""The ``skillsight`` command.
+
+Every command has help text with an example; options shared by several commands are defined
+once below. User mistakes end in one clear line and a non-zero exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+try:
+    import typer
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+except ImportError:  # the base install is instrumentation only
+    sys.stderr.write("the skillsight command needs the service: pip install 'skillsight[server]'\n")
+    raise SystemExit(2) from None
+
+from skillsight.config import DEFAULT_PROJECT, Settings
+from skillsight.errors import SkillsightError
+
+app = typer.Typer(
+    help="skillsight: OpenTelemetry ingest and evaluation of agent skills.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(
+    help="Benchmarks that measure the targets in DESIGN.md.", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
+console = Console()
+err = Console(stderr=True)
+
+# -- shared options -----------------------------------------------------------------------------
+DataOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data", help="Folder of the embedded store [env SKILLSIGHT_DATA_DIR].", show_default=False
+    ),
+]
+ClickhouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--clickhouse",
+        help="ClickHouse server URL, clickhouse://user:pass@host:8123/db "
+        "[env SKILLSIGHT_CLICKHOUSE_URL].",
+        show_default=False,
+    ),
+]
+ApiOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--api",
+        envvar="SKILLSIGHT_API_URL",
+        help="Use a running service at this URL instead of opening the store.",
+        show_default=False,
+    ),
+]
+ProjectOpt = Annotated[
+    str, typer.Option("--project", help="Project to read or write (direct store access).")
+]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--key", envvar="SKILLSIGHT_API_KEY", help="API key sent to --api.", show_default=False
+    ),
+]
+
+
+def _settings(**overrides: Any) -> Settings:
+    data = overrides.pop("data", None)
+    clickhouse = overrides.pop("clickhouse", None)
+    return Settings.load({"data_dir": data, "clickhouse_url": clickhouse, **overrides})
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@app.command()
+def serve(
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    otlp_http_port: Annotated[
+        int | None,
+        typer.Option(
+            "--otlp-http-port",
+            help="OTLP/HTTP port [default 4318, env SKILLSIGHT_OTLP_HTTP_PORT].",
+            show_default=False,
+        ),
+    ] = None,
+    otlp_grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            "--otlp-grpc-port",
+            help="OTLP/gRPC port [default 4317, env SKILLSIGHT_OTLP_GRPC_PORT].",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", help="REST API port [default 8000, env SKILLSIGHT_PORT].", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """Run the collector and API (embedded store unless --clickhouse is given).
+
+    Example: skillsight serve --data ./skillsight-data
+    """
+    from skillsight.api.server import Endpoints
+    from skillsight.api.server import serve as run
+
+    try:
+        settings = _settings(
+            data=data,
+            clickhouse=clickhouse,
+            otlp_http_port=otlp_http_port,
+            otlp_grpc_port=otlp_grpc_port,
+            port=port,
+        )
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+
+    def ready(endpoints: Endpoints) -> None:
+        store = settings.clickhouse_url or f"embedded ({settings.data_dir})"
+        console.print(f"[bold green]skillsight serving[/] store: {store}", highlight=False)
+        console.print(
+            f"  API + UI    {endpoints.api}  (OpenAPI at {endpoints.api}/docs)", highlight=False
+        )
+        console.print(f"  OTLP/HTTP   {endpoints.otlp_http}", highlight=False)
+        console.print(f"  OTLP/gRPC   {endpoints.otlp_grpc}", highlight=False)
+        # one machine-readable line for scripts and tests
+        print("SKILLSIGHT_READY " + json.dumps(endpoints.__dict__), flush=True)
+
+    try:
+        asyncio.run(run(settings, on_ready=ready))
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    except OSError as exc:
+        raise _fail(f"cannot listen: {exc}") from exc
+
+
+def _read_export_file(path: Path) -> list[tuple[str, bytes, str]]:
+    """(signal, body, encoding) of each export request stored in ``path``."""
+    from skillsight.collector import otlp
+
+    raw = path.read_bytes()
+    if path.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    name = path.name.removesuffix(".gz")
+    guessed = otlp.LOGS if "log" in name.lower() else otlp.TRACES
+    if name.endswith((".json", ".jsonl", ".ndjson")) or raw.lstrip()[:1] in (b"{", b"["):
+        bodies: list[bytes] = []
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text.startswith("["):
+            bodies = [json.dumps(item).encode() for item in json.loads(text)]
+        else:
+            try:
+                json.loads(text)
+                bodies = [text.encode()]
+            except json.JSONDecodeError:  # JSON lines, as the OTel Collector's file exporter
+                bodies = [line.encode() for line in text.splitlines() if line.strip()]
+        out = []
+        for body in bodies:
+            signal = (
+                otlp.LOGS
+                if b'"resourceLogs"' in body or b'"resource_logs"' in body
+                else (
+                    otlp.TRACES
+                    if b'"resourceSpans"' in body or b'"resource_spans"' in body
+                    else guessed
+                )
+            )
+            out.append((signal, body, otlp.JSON))
+        return out
+    return [(guessed, raw, otlp.PROTOBUF)]
+
+
+@app.command()
+def ingest(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="OTLP export files: JSON, JSON lines or protobuf, optionally .gz.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Load OTLP export files into the store. Files whose name contains 'log' are log exports.
+
+    Example: skillsight ingest traces.json logs.pb.gz --data ./skillsight-data
+    """
+    from skillsight.collector import otlp
+    from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+    from skillsight.collector.store import open_store
+
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise _fail(
+            _explain_store_error(exc, settings if "settings" in locals() else None)
+        ) from exc
+    limits = otlp.Limits(settings.max_attribute_bytes, settings.max_attribute_depth)
+    totals = {"spans": 0, "log records": 0, "rejected": 0}
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("ingesting", total=len(files))
+            for path in files:
+                for signal, body, encoding in _read_export_file(path):
+                    try:
+                        decoded = otlp.decode(signal, body, encoding, project, limits)
+                    except SkillsightError as exc:
+                        err.print(f"[yellow]{path}[/]: {exc}", highlight=False)
+                        totals["rejected"] += 1
+                        continue
+                    if signal == otlp.TRACES:
+                        totals["spans"] += store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+                    else:
+                        totals["log records"] += store.insert_events(
+                            decoded.columns.to_arrow(EVENT_SCHEMA)
+                        )
+                    totals["rejected"] += decoded.rejected
+                    if decoded.message():
+                        err.print(f"[yellow]{path}[/]: {decoded.message()}", highlight=False)
+                progress.advance(task)
+    except OSError as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        store.close()
+    console.print(
+        f"ingested {totals['spans']} spans and {totals['log records']} log records "
+        f"({totals['rejected']} rejected) into project {project!r}",
+        highlight=False,
+    )
+
+
+def _explain_store_error(exc: SkillsightError, settings: Settings | None) -> str:
+    text = str(exc)
+    if "EmbeddedServer" in text or "in use" in text:
+        where = settings.data_dir if settings else "the data folder"
+        return (
+            f"the embedded store in {where} is in use by another process (a running "
+            "`skillsight serve`?); stop it, or read through it with --api URL"
+        )
+    return text
+
+
+@app.command()
+def spans(
+    trace: Annotated[
+        str | None, typer.Option("--trace", help="Only this trace id (hex).", show_default=False)
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session id.", show_default=False)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    limit: Annotated[int, typer.Option("--limit", help="Most spans to show.")] = 200,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Show normalized spans, from a running service (--api) or straight from the store.
+
+    Example: skillsight spans --trace 4bf92f3577b34da6a3ce929d0e0e4736 --api http://127.0.0.1:8000
+    """
+    params = {"trace_id": trace or "", "session_id": session or "", "limit": limit}
+    if api:
+        import httpx
+
+        headers = {"x-skillsight-key": key} if key else {}
+        try:
+            response = httpx.get(
+                f"{api.rstrip('/')}/api/v1/spans", params=params, headers=headers, timeout=30
+            )
+        except httpx.HTTPError as exc:
+            raise _fail(f"cannot reach {api}: {exc}") from exc
+        if response.status_code != 200:
+            raise _fail(f"{api} answered {response.status_code}: {response.text[:300]}")
+        rows: list[dict[str, Any]] = response.json()
+    else:
+        from skillsight.api.models import span_out
+        from skillsight.collector.store import open_store
+
+        settings = None
+        try:
+            settings = _settings(data=data, clickhouse=clickhouse)
+            store = open_store(settings)
+        except SkillsightError as exc:
+            raise _fail(_explain_store_error(exc, settings)) from exc
+        try:
+            rows = [
+                span_out(r).model_dump()
+                for r in store.list_spans(
+                    project, trace_id=(trace or "").lower(), session_id=session or "", limit=limit
+                )
+            ]
+        finally:
+            store.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    table = Table(
+        "start",
+        "trace",
+        "span",
+        "name",
+        "operation",
+        "tool",
+        "skill",
+        "convention",
+        "ms",
+        box=None,
+        header_style="bold",
+    )
+    for row in rows:
+        table.add_row(
+            row["start_time"][11:23],
+            row["trace_id"][:8],
+            row["span_id"][:8],
+            row["name"][:40],
+            row["operation"],
+            row["tool_name"],
+            row["skill_name"],
+            row["source_convention"],
+            f"{row['duration_ms']:.1f}",
+        )
+    console.print(table)
+    console.print(f"{len(rows)} spans", style="dim")
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    spans_total: Annotated[int, typer.Option("--spans", help="Spans to send.")] = 300_000,
+    senders: Annotated[int, typer.Option("--senders", help="Concurrent exporters.")] = 4,
+    batch: Annotated[int, typer.Option("--batch", help="Spans per export request.")] = 512,
+) -> None:
+    """Measure OTLP/HTTP protobuf ingest into a fresh embedded server: committed spans/s.
+
+    Example: skillsight bench ingest --spans 300000
+    """
+    from skillsight.bench.ingest import run_ingest_bench
+
+    try:
+        report = run_ingest_bench(
+            spans_total=spans_total, senders=senders, batch=batch, console=console
+        )
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if report["spans_lost"]:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The bounded write queue between receivers and the batch writer.
+
+Capacity is counted in rows and released only once those rows are committed to ClickHouse, so
+the queue's fill is exactly what a crash could cost and what a graceful stop must drain. A
+request that does not fit is refused whole with :class:`~skillsight.errors.Overloaded` — never
+partly taken, never silently dropped — and the client retries it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from skillsight.errors import Overloaded
+
+
+@dataclass(frozen=True)
+class Batch:
+    signal: str  # "traces" | "logs"
+    table: pa.Table
+
+
+class WriteQueue:
+    """Row-bounded FIFO of Arrow batches. Thread-safe."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._items: deque[Batch] = deque()
+        self._queued_rows = 0  # waiting to be taken
+        self._held_rows = 0  # queued + taken but not yet committed
+        self._closed = False
+        self._cond = threading.Condition()
+        self.accepted_rows = 0
+        self.refused_requests = 0
+
+    @property
+    def held_rows(self) -> int:
+        return self._held_rows
+
+    def offer(self, batch: Batch, retry_after_s: float = 1.0) -> None:
+        rows = batch.table.num_rows
+        with self._cond:
+            if self._closed:
+                self.refused_requests += 1
+                raise Overloaded("the collector is shutting down", retry_after_s)
+            if self._held_rows + rows > self.max_rows and self._held_rows > 0:
+                self.refused_requests += 1
+                raise Overloaded(
+                    f"write queue full ({self._held_rows} of {self.max_rows} rows held)",
+                    retry_after_s,
+                )
+            self._items.append(batch)
+            self._queued_rows += rows
+            self._held_rows += rows
+            self.accepted_rows += rows
+            self._cond.notify_all()
+
+    def take(self, max_rows: int, wait_s: float) -> list[Batch]:
+        """Up to ``max_rows`` rows of batches; waits ``wait_s`` for a full batch to gather."""
+        deadline = time.monotonic() + wait_s
+        with self._cond:
+            while self._queued_rows < max_rows and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            taken: list[Batch] = []
+            rows = 0
+            while self._items and (not taken or rows + self._items[0].table.num_rows <= max_rows):
+                batch = self._items.popleft()
+                rows += batch.table.num_rows
+                taken.append(batch)
+            self._queued_rows -= rows
+            return taken
+
+    def release(self, rows: int) -> None:
+        """Rows taken earlier are committed: give their capacity back."""
+        with self._cond:
+            self._held_rows -= rows
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Refuse new batches; ``take`` stops waiting so the writer can drain."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def empty(self) -> bool:
+        with self._cond:
+            return not self._items
+
+    def wait_drained(self, timeout_s: float) -> bool:
+        """Block until every held row is committed; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._held_rows > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True

@@ -1,0 +1,98 @@
+"""OTLP/HTTP: ``POST /v1/traces`` and ``POST /v1/logs``, protobuf or JSON, gzip or not.
+
+Answers follow the OTLP/HTTP specification: 200 with an Export response (``partial_success``
+when some items were turned away) in the request's encoding; 400 with a ``google.rpc.Status``
+for an undecodable body; 413 past the size limits; 415 for an unknown content type; 429 (queue
+full) or 503 (store failing, shutting down) with ``Retry-After``, which OTLP exporters honour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from skillsight.collector import otlp
+from skillsight.collector.otlp import responses
+from skillsight.collector.service import Collector
+from skillsight.collector.tenancy import Unauthenticated, project_for
+from skillsight.errors import DecodeError, Overloaded, PayloadTooLarge
+
+
+def _error(
+    status: int, code: int, message: str, encoding: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    body, media = responses.encode(responses.status(code, message), encoding)
+    return Response(body, status_code=status, media_type=media, headers=dict(headers or {}))
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(
+            f"body of {declared} bytes is past {limit} (SKILLSIGHT_MAX_REQUEST_BYTES)"
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"body is past {limit} bytes (SKILLSIGHT_MAX_REQUEST_BYTES)")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def otlp_http_routes(collector: Collector) -> list[Route]:
+    """The two OTLP/HTTP export routes, bound to ``collector``."""
+
+    async def export(request: Request, signal: str) -> Response:
+        try:
+            encoding = otlp.encoding_of(request.headers.get("content-type"))
+        except DecodeError as exc:
+            return _error(415, responses.INVALID_ARGUMENT, str(exc), otlp.JSON)
+        try:
+            project = project_for(collector.settings.api_keys, request.headers)
+            body = await _read_body(request, collector.settings.max_request_bytes)
+            decoded = await asyncio.to_thread(
+                collector.ingest,
+                signal,
+                body,
+                encoding=encoding,
+                project_id=project,
+                content_encoding=request.headers.get("content-encoding"),
+            )
+        except Unauthenticated as exc:
+            return _error(401, responses.UNAUTHENTICATED, str(exc), encoding)
+        except PayloadTooLarge as exc:
+            return _error(413, responses.INVALID_ARGUMENT, str(exc), encoding)
+        except DecodeError as exc:
+            return _error(400, responses.INVALID_ARGUMENT, str(exc), encoding)
+        except Overloaded as exc:
+            status = 429 if collector.writer.healthy and not collector.queue.closed else 503
+            retry_after = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+            return _error(
+                status,
+                responses.RESOURCE_EXHAUSTED if status == 429 else responses.UNAVAILABLE,
+                str(exc),
+                encoding,
+                retry_after,
+            )
+        except ClientDisconnect:
+            return Response(status_code=400)
+        payload, media = responses.encode(responses.export_response(decoded), encoding)
+        return Response(payload, status_code=200, media_type=media)
+
+    async def traces(request: Request) -> Response:
+        return await export(request, otlp.TRACES)
+
+    async def logs(request: Request) -> Response:
+        return await export(request, otlp.LOGS)
+
+    return [
+        Route("/v1/traces", traces, methods=["POST"]),
+        Route("/v1/logs", logs, methods=["POST"]),
+    ]

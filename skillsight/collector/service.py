@@ -1,0 +1,94 @@
+"""The collector service: decode, queue and write OTLP requests from any receiver."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from types import TracebackType
+
+import pyarrow as pa
+
+from skillsight.collector import otlp
+from skillsight.collector.queue import Batch, WriteQueue
+from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from skillsight.collector.store import Store
+from skillsight.collector.writer import BatchWriter
+from skillsight.config import Settings
+from skillsight.errors import DecodeError, PayloadTooLarge
+
+
+class Collector:
+    """Takes OTLP export requests and gets their rows into the store.
+
+    ``ingest`` is synchronous and CPU-bound; receivers call it off their event loop. Entering the
+    collector starts the batch writer; leaving it drains the queue.
+    """
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.limits = otlp.Limits(
+            max_value_chars=settings.max_attribute_bytes, max_depth=settings.max_attribute_depth
+        )
+        self.queue = WriteQueue(settings.queue_max_rows)
+        self.writer = BatchWriter(
+            store,
+            self.queue,
+            batch_max_rows=settings.batch_max_rows,
+            flush_interval_s=settings.flush_interval_s,
+        )
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> Collector:
+        await self._stack.enter_async_context(self.writer)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stack.aclose()
+
+    def ingest(
+        self,
+        signal: str,
+        body: bytes,
+        *,
+        encoding: str,
+        project_id: str,
+        content_encoding: str | None = None,
+    ) -> otlp.Decoded:
+        """Decode one export request and queue its rows.
+
+        Raises DecodeError (unusable body), PayloadTooLarge, or Overloaded (retry later); on
+        return every accepted row is held by the queue until committed.
+        """
+        if len(body) > self.settings.max_request_bytes:
+            raise PayloadTooLarge(
+                f"body of {len(body)} bytes is past {self.settings.max_request_bytes} "
+                "(SKILLSIGHT_MAX_REQUEST_BYTES)"
+            )
+        raw = otlp.decompress(body, content_encoding, self.settings.max_decompressed_bytes)
+        decoded = otlp.decode(signal, raw, encoding, project_id, self.limits)
+        if decoded.accepted:
+            schema = SPAN_SCHEMA if signal == otlp.TRACES else EVENT_SCHEMA
+            try:
+                table = decoded.columns.to_arrow(schema)
+            except (pa.ArrowException, UnicodeError, OverflowError) as exc:
+                raise DecodeError(f"request holds values that cannot be stored: {exc}") from exc
+            retry_after = 1.0 if self.writer.healthy else 5.0
+            self.queue.offer(Batch(signal, table), retry_after)
+        return decoded
+
+    def health(self) -> dict[str, object]:
+        return {
+            "store": self.store.kind,
+            "writer_healthy": self.writer.healthy,
+            "queue_rows": self.queue.held_rows,
+            "queue_capacity": self.queue.max_rows,
+            "written_spans": self.writer.written["traces"],
+            "written_events": self.writer.written["logs"],
+            "refused_requests": self.queue.refused_requests,
+            "last_error": self.writer.last_error,
+        }
