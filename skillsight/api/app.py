@@ -80,6 +80,13 @@ def create_app(
         ok = await asyncio.to_thread(holder.store.ping)
         return {"ok": ok, **holder.collector.health()}
 
+    @app.get("/api/v1/stats", tags=["service"])
+    async def stats(project_id: ProjectId) -> dict[str, dict[str, int]]:
+        """Rows stored for the project: physical rows and distinct spans / events."""
+        spans_count = await asyncio.to_thread(holder.store.count_spans, project_id)
+        events_count = await asyncio.to_thread(holder.store.count_events, project_id)
+        return {"spans": spans_count, "events": events_count}
+
     @app.get("/api/v1/spans", response_model=list[SpanOut], tags=["spans"])
     async def spans(
         project_id: ProjectId,

@@ -69,29 +69,52 @@ def clickhouse_structure(columns: tuple[tuple[str, pa.DataType, str], ...]) -> s
 
 @dataclass
 class Columns:
-    """Column lists under construction; one list per raw column, all of equal length."""
+    """Column lists under construction, all of equal length in rows.
+
+    List columns (attribute keys and values) are kept flat with row offsets, the layout Arrow
+    uses, so turning a batch into Arrow copies no per-row lists.
+    """
 
     names: tuple[str, ...]
+    list_names: frozenset[str] = frozenset()
     data: dict[str, list[object]] = field(default_factory=dict)
+    offsets: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.data:
             self.data = {name: [] for name in self.names}
+            self.offsets = {name: [0] for name in self.list_names}
 
     def __len__(self) -> int:
         return len(self.data[self.names[0]])
 
-    def extend(self, other: Columns) -> None:
-        for name in self.names:
-            self.data[name].extend(other.data[name])
+    def add_list(self, name: str, items: list[str]) -> None:
+        """Append one row's list value to list column ``name``."""
+        flat = self.data[name]
+        flat.extend(items)
+        self.offsets[name].append(len(flat))
 
     def to_arrow(self, schema: pa.Schema) -> pa.Table:
-        return pa.table({name: self.data[name] for name in self.names}, schema=schema)
+        arrays = []
+        for name in self.names:
+            if name in self.list_names:
+                arrays.append(
+                    pa.ListArray.from_arrays(
+                        pa.array(self.offsets[name], type=pa.int32()),
+                        pa.array(self.data[name], type=pa.string()),
+                    )
+                )
+            else:
+                arrays.append(pa.array(self.data[name], type=schema.field(name).type))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+
+_LIST_COLUMNS = frozenset({"attr_keys", "attr_values", "res_keys", "res_values"})
 
 
 def span_columns() -> Columns:
-    return Columns(tuple(name for name, _, _ in SPAN_COLUMNS))
+    return Columns(tuple(name for name, _, _ in SPAN_COLUMNS), _LIST_COLUMNS)
 
 
 def event_columns() -> Columns:
-    return Columns(tuple(name for name, _, _ in EVENT_COLUMNS))
+    return Columns(tuple(name for name, _, _ in EVENT_COLUMNS), _LIST_COLUMNS)

@@ -43,8 +43,9 @@ def _default_conventions() -> Sequence[Convention]:
     return CONVENTIONS
 
 
-# Raw columns arrive as written by the decoders (skillsight.collector.rows); text is made valid
-# UTF-8 here once, so no hostile byte sequence reaches a stored String.
+# Raw columns arrive as written by the decoders (skillsight.collector.rows), whose text is valid
+# UTF-8 already (Arrow refuses anything else); the scalar columns are still passed through
+# toValidUTF8 so that a source that bypasses Python cannot store broken text.
 _SPAN_BASE = """
     project_id,
     trace_id,
@@ -56,10 +57,8 @@ _SPAN_BASE = """
     fromUnixTimestamp64Nano(greatest(end_ns, start_ns), 'UTC') AS end_time,
     status_code,
     toValidUTF8(status_message) AS status_message,
-    mapFromArrays(arrayMap(k -> toValidUTF8(k), attr_keys),
-                  arrayMap(v -> toValidUTF8(v), attr_values)) AS attributes,
-    mapFromArrays(arrayMap(k -> toValidUTF8(k), res_keys),
-                  arrayMap(v -> toValidUTF8(v), res_values)) AS resource_attributes,
+    mapFromArrays(attr_keys, attr_values) AS attributes,
+    mapFromArrays(res_keys, res_values) AS resource_attributes,
     resource_attributes['service.name'] AS service_name,
     toValidUTF8(scope_name) AS scope_name,
     toValidUTF8(scope_version) AS scope_version,
@@ -77,10 +76,8 @@ _EVENT_BASE = """
     toValidUTF8(severity_text) AS severity_text,
     toValidUTF8(body) AS body,
     toValidUTF8(scope_name) AS scope_name,
-    mapFromArrays(arrayMap(k -> toValidUTF8(k), attr_keys),
-                  arrayMap(v -> toValidUTF8(v), attr_values)) AS attributes,
-    mapFromArrays(arrayMap(k -> toValidUTF8(k), res_keys),
-                  arrayMap(v -> toValidUTF8(v), res_values)) AS resource_attributes,
+    mapFromArrays(attr_keys, attr_values) AS attributes,
+    mapFromArrays(res_keys, res_values) AS resource_attributes,
     resource_attributes['service.name'] AS service_name,
     toValidUTF8(arrayFirst(x -> x != '', [
         event_name,

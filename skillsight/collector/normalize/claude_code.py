@@ -8,7 +8,7 @@ lists what the CLI emits.
 from __future__ import annotations
 
 from skillsight.collector.normalize._convention import Convention
-from skillsight.collector.normalize._sql import attr, first, lookup, res
+from skillsight.collector.normalize._sql import attr, first, lookup, res, when
 
 _SPAN_OPERATIONS = {
     "claude_code.interaction": "invoke_agent",
@@ -16,6 +16,7 @@ _SPAN_OPERATIONS = {
     "claude_code.tool": "execute_tool",
     "claude_code.tool.execution": "tool_execution",
     "claude_code.tool.blocked_on_user": "tool_permission",
+    "claude_code.subagent": "invoke_agent",
     "claude_code.hook": "hook",
 }
 
@@ -29,9 +30,12 @@ _TOKENS = {
     "cost_usd": first(attr("cost_usd"), attr("cost")),
 }
 
+# scopes com.anthropic.claude_code.tracing (spans) and com.anthropic.claude_code.events (logs)
+_SCOPE = "startsWith(scope_name, 'com.anthropic.claude_code')"
+
 CLAUDE_CODE = Convention(
     name="claude_code",
-    detect="(startsWith(name, 'claude_code.') OR scope_name = 'com.anthropic.claude_code')",
+    detect=f"(startsWith(name, 'claude_code.') OR {_SCOPE})",
     span_fields={
         "operation": lookup("name", _SPAN_OPERATIONS),
         "session_id": attr("session.id"),
@@ -40,15 +44,17 @@ CLAUDE_CODE = Convention(
         "tool_name": attr("tool_name"),
         "tool_call_id": first(attr("tool_use_id"), attr("tool_use.id")),
         "skill_name": first(attr("skill_name"), attr("skill.name")),
+        # a Bash call's command, a Skill call's skill, an interaction's prompt (when logged)
         "input": first(
-            attr("full_command"), attr("tool_input"), attr("tool_parameters"), attr("user_prompt")
+            attr("full_command"),
+            attr("tool_input"),
+            attr("user_prompt"),
+            when(f"{attr('tool_name')} = 'Skill'", attr("skill_name")),
         ),
         "output": first(attr("tool_result"), attr("response")),
         **_TOKENS,
     },
-    event_detect=(
-        "(startsWith(event_name, 'claude_code.') OR scope_name = 'com.anthropic.claude_code')"
-    ),
+    event_detect=f"(startsWith(event_name, 'claude_code.') OR {_SCOPE})",
     event_fields={
         "session_id": attr("session.id"),
         "prompt_id": attr("prompt.id"),

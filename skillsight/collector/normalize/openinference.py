@@ -25,10 +25,10 @@ _KIND_TO_OPERATION = {
 }
 
 
-def _fields(kind_expr: str, extra_session: tuple[str, ...] = ()) -> Mapping[str, str]:
+def _fields(kind_expr: str) -> Mapping[str, str]:
     return {
         "operation": lookup(f"upper({kind_expr})", _KIND_TO_OPERATION),
-        "session_id": first(attr("session.id"), *extra_session),
+        "session_id": attr("session.id"),
         "agent": attr("agent.name"),
         "model": first(attr("llm.model_name"), attr("llm.response.model")),
         "tool_name": attr("tool.name"),
@@ -50,12 +50,45 @@ OPENINFERENCE = Convention(
     gated=True,
 )
 
+_CLAUDE_AGENT_KINDS = {
+    "conversation": "invoke_agent",
+    "subagent": "invoke_agent",
+    "assistant_turn": "chat",
+    "tool_execution": "execute_tool",
+}
+
+# traceAI's Claude Agent SDK instrumentor writes claude_agent.* keys; its other instrumentors
+# follow OpenInference's keys under fi.span.kind.
+_traceai_common = _fields(first(attr("fi.span.kind"), attr("gen_ai.span.kind")))
 TRACEAI = Convention(
     name="traceai",
     detect=f"({has_attr('fi.span.kind')} OR {has_attr_prefix('claude_agent.')})",
-    span_fields=_fields(
-        first(attr("fi.span.kind"), attr("gen_ai.span.kind")),
-        extra_session=(attr("claude_agent.session_id"),),
-    ),
+    span_fields={
+        **_traceai_common,
+        "operation": first(
+            lookup(attr("claude_agent.span_kind"), _CLAUDE_AGENT_KINDS),
+            _traceai_common["operation"],
+        ),
+        "session_id": first(attr("claude_agent.session_id"), attr("session.id")),
+        "model": first(attr("claude_agent.model"), _traceai_common["model"]),
+        "tool_name": first(attr("claude_agent.tool.name"), attr("tool.name")),
+        "tool_call_id": first(attr("claude_agent.tool.use_id"), _traceai_common["tool_call_id"]),
+        "input": first(
+            attr("claude_agent.tool.input"), attr("claude_agent.prompt"), attr("input.value")
+        ),
+        "output": first(
+            attr("claude_agent.tool.output"),
+            attr("claude_agent.message.content"),
+            attr("output.value"),
+            attr("output"),
+        ),
+        "cache_read_tokens": first(
+            attr("gen_ai.usage.cache_read_tokens"), _traceai_common["cache_read_tokens"]
+        ),
+        "cache_creation_tokens": first(
+            attr("gen_ai.usage.cache_creation_tokens"), _traceai_common["cache_creation_tokens"]
+        ),
+        "cost_usd": first(attr("claude_agent.cost.total_usd"), _traceai_common["cost_usd"]),
+    },
     gated=True,
 )

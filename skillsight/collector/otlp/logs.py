@@ -46,9 +46,12 @@ def _record_id(row: dict[str, Any]) -> str:
 
 def _append(decoded: Decoded, row: dict[str, Any]) -> None:
     row["record_id"] = _record_id(row)
-    data = decoded.columns.data
-    for column in decoded.columns.names:
-        data[column].append(row[column])
+    columns = decoded.columns
+    for column in columns.names:
+        if column in columns.list_names:
+            columns.add_list(column, row[column])
+        else:
+            columns.data[column].append(row[column])
 
 
 def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:

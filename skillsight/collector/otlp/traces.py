@@ -114,10 +114,17 @@ def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) ->
     status_messages = data["status_message"].append
     scope_names = data["scope_name"].append
     scope_versions = data["scope_version"].append
-    attr_keys = data["attr_keys"].append
-    attr_values = data["attr_values"].append
-    res_keys = data["res_keys"].append
-    res_values = data["res_values"].append
+    offsets = decoded.columns.offsets
+    attr_keys = data["attr_keys"].extend
+    attr_values = data["attr_values"].extend
+    res_keys = data["res_keys"].extend
+    res_values = data["res_values"].extend
+    attr_offsets = offsets["attr_keys"].append
+    value_offsets = offsets["attr_values"].append
+    res_key_offsets = offsets["res_keys"].append
+    res_value_offsets = offsets["res_values"].append
+    n_attrs = 0
+    n_res = 0
     span_events = data["span_events"].append
     links = data["links"].append
     n_kinds = len(SPAN_KINDS)
@@ -159,8 +166,14 @@ def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) ->
                 scope_versions(scope_version)
                 attr_keys(keys)
                 attr_values(values)
+                n_attrs += len(keys)
+                attr_offsets(n_attrs)
+                value_offsets(n_attrs)
                 res_keys(r_keys)
                 res_values(r_values)
+                n_res += len(r_keys)
+                res_key_offsets(n_res)
+                res_value_offsets(n_res)
                 span_events(_events_json(span, limits) if span.events else "[]")
                 links(_links_json(span, limits) if span.links else "[]")
 
@@ -243,9 +256,12 @@ def _json_span(
         "span_events": cap(json.dumps(events, ensure_ascii=False), limits),
         "links": cap(json.dumps(links, ensure_ascii=False), limits),
     }
-    data = decoded.columns.data
+    columns = decoded.columns
     for column, value in row.items():
-        data[column].append(value)
+        if column in columns.list_names:
+            columns.add_list(column, value)
+        else:
+            columns.data[column].append(value)
 
 
 __all__ = ["attributes", "decode_json", "decode_protobuf"]

@@ -1,0 +1,38 @@
+# The commands people type. Each one creates .venv and installs what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Re-install whenever the dependencies in pyproject.toml change.
+STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
+
+.PHONY: install demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,claude,grpc,dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+## make demo: serve on the embedded store and play a real Claude Code session into it
+demo: $(STAMP)
+	$(PY) -m skillsight.demo
+
+## make test: the whole test suite (real ClickHouse via chdb, real Claude Code, scripted model)
+test: $(STAMP)
+	$(PY) -m pytest
+
+## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS)
+bench: $(STAMP)
+	$(VENV)/bin/skillsight bench ingest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check skillsight tests
+	$(VENV)/bin/ruff format --check skillsight tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+clean:
+	rm -rf $(VENV) .skillsight .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``skillsight bench``; each measures one target of DESIGN.md in one run."""

@@ -1,0 +1,189 @@
+"""``skillsight bench ingest``: OTLP/HTTP protobuf into a fresh embedded server.
+
+The server runs as its own process, so its CPU time is measured apart from the load generator's:
+spans per server CPU-second is the per-core rate. Spans are counted in ClickHouse, not at the
+socket: the clock stops when the store holds every span sent.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from rich.console import Console
+
+from skillsight.bench.traces import export_requests
+from skillsight.errors import SkillsightError
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class _Server:
+    def __init__(self, data_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "skillsight.cli",
+                "serve",
+                "--data",
+                str(data_dir),
+                "--port",
+                "0",
+                "--otlp-http-port",
+                "0",
+                "--otlp-grpc-port",
+                "0",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 120
+        self.endpoints: dict[str, str] = {}
+        for line in self.proc.stdout:
+            if line.startswith("SKILLSIGHT_READY "):
+                self.endpoints = json.loads(line.split(" ", 1)[1])
+                break
+            if time.monotonic() > deadline:
+                break
+        if not self.endpoints:
+            self.stop()
+            raise SkillsightError("the benchmark server did not start")
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        for _ in self.proc.stdout:
+            pass
+
+    def get(self, path: str) -> Any:
+        url = urlparse(self.endpoints["api"])
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        conn.request("GET", path)
+        body = conn.getresponse().read()
+        conn.close()
+        return json.loads(body)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def _send_all(
+    endpoint: str, bodies: list[bytes], stats: dict[str, int], lock: threading.Lock
+) -> None:
+    url = urlparse(endpoint)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    headers = {"Content-Type": "application/x-protobuf"}
+    for body in bodies:
+        while True:
+            conn.request("POST", "/v1/traces", body=body, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status == 200:
+                break
+            if response.status in (429, 503):
+                with lock:
+                    stats["retries"] += 1
+                time.sleep(float(response.getheader("Retry-After", "1")) / 10)
+                continue
+            with lock:
+                stats["failed_requests"] += 1
+            break
+    conn.close()
+
+
+def run_ingest_bench(
+    *, spans_total: int, senders: int, batch: int, console: Console
+) -> dict[str, Any]:
+    """Run the benchmark and print its report; returns the figures."""
+    console.print(f"generating {spans_total} spans in requests of {batch}…")
+    bodies = list(export_requests(spans_total, batch))
+    payload_mb = sum(len(b) for b in bodies) / 1e6
+    with tempfile.TemporaryDirectory(prefix="skillsight-bench-") as tmp:
+        server = _Server(Path(tmp) / "data")
+        try:
+            pid = server.proc.pid
+            cpu0 = _cpu_seconds(pid)
+            stats = {"retries": 0, "failed_requests": 0}
+            lock = threading.Lock()
+            shares = [bodies[i::senders] for i in range(senders)]
+            started = time.perf_counter()
+            threads = [
+                threading.Thread(
+                    target=_send_all, args=(server.endpoints["otlp_http"], s, stats, lock)
+                )
+                for s in shares
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            acked = time.perf_counter() - started
+            while True:
+                health = server.get("/healthz")
+                if health["queue_rows"] == 0 and health["written_spans"] >= spans_total:
+                    break
+                if time.perf_counter() - started > 600:
+                    break
+                time.sleep(0.02)
+            committed_s = time.perf_counter() - started
+            server_cpu = _cpu_seconds(pid) - cpu0
+            counts = server.get("/api/v1/stats")
+            peak_rss = _peak_rss_mb(pid)
+        finally:
+            server.stop()
+    stored = int(counts["spans"]["spans"])
+    report = {
+        "spans_sent": spans_total,
+        "spans_stored": stored,
+        "spans_lost": spans_total - stored,
+        "duplicate_rows": int(counts["spans"]["rows"]) - stored,
+        "requests": len(bodies),
+        "payload_mb": round(payload_mb, 1),
+        "seconds_to_acknowledge": round(acked, 3),
+        "seconds_to_commit": round(committed_s, 3),
+        "committed_spans_per_s": round(stored / committed_s),
+        "server_cpu_s": round(server_cpu, 2),
+        "committed_spans_per_cpu_s": round(stored / server_cpu) if server_cpu else None,
+        "retries_429_503": stats["retries"],
+        "failed_requests": stats["failed_requests"],
+        "server_peak_rss_mb": round(peak_rss),
+        "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
+    }
+    for key, value in report.items():
+        console.print(f"  {key:28s} {value}", highlight=False)
+    console.print(
+        f"[bold]{report['committed_spans_per_cpu_s']} committed spans/s per core[/] "
+        f"({report['committed_spans_per_s']} spans/s wall), {report['spans_lost']} lost",
+        highlight=False,
+    )
+    return report
