@@ -80,7 +80,7 @@ def _settings(**overrides: Any) -> Settings:
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -278,7 +278,11 @@ def spans(
 
     Example: skillsight spans --trace 4bf92f3577b34da6a3ce929d0e0e4736 --api http://127.0.0.1:8000
     """
-    params = {"trace_id": trace or "", "session_id": session or "", "limit": limit}
+    params: dict[str, str | int] = {
+        "trace_id": trace or "",
+        "session_id": session or "",
+        "limit": limit,
+    }
     if api:
         import httpx
 
@@ -314,24 +318,19 @@ def spans(
     if as_json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    table = Table(
-        "start",
-        "trace",
-        "span",
-        "name",
-        "operation",
-        "tool",
-        "skill",
-        "convention",
-        "ms",
-        box=None,
-        header_style="bold",
-    )
+    table = Table(box=None, header_style="bold")
+    table.add_column("start", no_wrap=True)
+    table.add_column("trace", no_wrap=True, max_width=8)
+    table.add_column("name", overflow="fold")
+    table.add_column("operation", no_wrap=True, min_width=12)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("skill", overflow="fold")
+    table.add_column("convention", no_wrap=True, min_width=11)
+    table.add_column("ms", justify="right", no_wrap=True)
     for row in rows:
         table.add_row(
             row["start_time"][11:23],
             row["trace_id"][:8],
-            row["span_id"][:8],
             row["name"][:40],
             row["operation"],
             row["tool_name"],

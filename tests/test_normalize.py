@@ -78,8 +78,13 @@ def test_claude_code_native_events(embedded_store: EmbeddedStore, capture: str) 
     by_name: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_name.setdefault(event["event_name"], []).append(event)
-    assert {"claude_code.skill_activated", "claude_code.tool_decision", "claude_code.tool_result",
-            "claude_code.api_request", "claude_code.user_prompt"} <= set(by_name)
+    assert {
+        "claude_code.skill_activated",
+        "claude_code.tool_decision",
+        "claude_code.tool_result",
+        "claude_code.api_request",
+        "claude_code.user_prompt",
+    } <= set(by_name)
     activated = by_name["claude_code.skill_activated"][0]
     assert activated["skill_name"] == "csv-summary"
     assert activated["source_convention"] == "claude_code"
@@ -101,9 +106,12 @@ def test_json_and_protobuf_exports_normalize_alike(tmp_path: Path) -> None:
         store = EmbeddedStore(tmp_path / capture)
         store.migrate()
         load(store, CAPTURES / "claude_code" / capture, otlp.TRACES)
-        shapes.append(sorted(
-            (r["name"], r["operation"], r["tool_name"], r["skill_name"], r["source_convention"])
-            for r in store.list_spans("default")))
+        shapes.append(
+            sorted(
+                (r["name"], r["operation"], r["tool_name"], r["skill_name"], r["source_convention"])
+                for r in store.list_spans("default")
+            )
+        )
         store.close()
     assert shapes[0] == shapes[1]
 
@@ -143,36 +151,73 @@ def test_traceai_claude_agent_sdk(embedded_store: EmbeddedStore) -> None:
 
 
 def test_genai_and_skillsight_conventions(embedded_store: EmbeddedStore) -> None:
-    body = export_request([
-        span("invoke_agent support", {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
-            "gen_ai.conversation.id": "conv-1", "gen_ai.request.model": "gpt-5",
-            "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 7}),
-        span("activate_skill pdf", {
-            "skillsight.span.kind": "skill_activation", "gen_ai.skill.name": "pdf",
-            "skillsight.activation.input": "make a report", "skillsight.cost_usd": 0.25,
-            "gen_ai.conversation.id": "conv-1"}),
-        span("execute_tool load_skill", {
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "load_skill",
-            "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": '{"name": "pdf"}',
-            "gen_ai.tool.call.result": "loaded", "gen_ai.usage.cache_read.input_tokens": 5}),
-        span("plain", {"http.method": "GET", "nested": {"a": [1, {"b": True}]}}),
-    ])
+    body = export_request(
+        [
+            span(
+                "invoke_agent support",
+                {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "support",
+                    "gen_ai.conversation.id": "conv-1",
+                    "gen_ai.request.model": "gpt-5",
+                    "gen_ai.usage.input_tokens": 100,
+                    "gen_ai.usage.output_tokens": 7,
+                },
+            ),
+            span(
+                "activate_skill pdf",
+                {
+                    "skillsight.span.kind": "skill_activation",
+                    "gen_ai.skill.name": "pdf",
+                    "skillsight.activation.input": "make a report",
+                    "skillsight.cost_usd": 0.25,
+                    "gen_ai.conversation.id": "conv-1",
+                },
+            ),
+            span(
+                "execute_tool load_skill",
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "load_skill",
+                    "gen_ai.tool.call.id": "call_1",
+                    "gen_ai.tool.call.arguments": '{"name": "pdf"}',
+                    "gen_ai.tool.call.result": "loaded",
+                    "gen_ai.usage.cache_read.input_tokens": 5,
+                },
+            ),
+            span("plain", {"http.method": "GET", "nested": {"a": [1, {"b": True}]}}),
+        ]
+    )
     decoded = otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", LIMITS)
     embedded_store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
     spans = {s["name"]: s for g in spans_by_name(embedded_store).values() for s in g}
     agent = spans["invoke_agent support"]
     assert (agent["source_convention"], agent["operation"], agent["agent"]) == (
-        "gen_ai", "invoke_agent", "support")
-    assert (agent["session_id"], agent["model"], agent["tokens"]["input"]) == ("conv-1", "gpt-5", 100)
+        "gen_ai",
+        "invoke_agent",
+        "support",
+    )
+    assert (agent["session_id"], agent["model"], agent["tokens"]["input"]) == (
+        "conv-1",
+        "gpt-5",
+        100,
+    )
     activation = spans["activate_skill pdf"]
     assert (activation["source_convention"], activation["operation"]) == (
-        "skillsight", "activate_skill")
+        "skillsight",
+        "activate_skill",
+    )
     assert (activation["skill_name"], activation["input"], activation["cost_usd"]) == (
-        "pdf", "make a report", 0.25)
+        "pdf",
+        "make a report",
+        0.25,
+    )
     tool = spans["execute_tool load_skill"]
     assert (tool["tool_name"], tool["tool_call_id"], tool["output"]) == (
-        "load_skill", "call_1", "loaded")
+        "load_skill",
+        "call_1",
+        "loaded",
+    )
     assert tool["tokens"]["cache_read"] == 5
     plain = spans["plain"]
     assert plain["source_convention"] == "otel" and plain["operation"] == ""

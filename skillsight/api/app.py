@@ -57,9 +57,11 @@ def create_app(
                 holder.collector = collector
                 holder.store = collector.store
             else:
-                holder.store = store or await asyncio.to_thread(open_store, settings)
                 if store is None:
+                    holder.store = await asyncio.to_thread(open_store, settings)
                     stack.callback(holder.store.close)
+                else:
+                    holder.store = store
                 holder.collector = await stack.enter_async_context(
                     Collector(holder.store, settings)
                 )

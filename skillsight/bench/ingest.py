@@ -82,7 +82,7 @@ class _Server:
 
     def get(self, path: str) -> Any:
         url = urlparse(self.endpoints["api"])
-        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
         conn.request("GET", path)
         body = conn.getresponse().read()
         conn.close()
@@ -101,7 +101,7 @@ def _send_all(
     endpoint: str, bodies: list[bytes], stats: dict[str, int], lock: threading.Lock
 ) -> None:
     url = urlparse(endpoint)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
     headers = {"Content-Type": "application/x-protobuf"}
     for body in bodies:
         while True:

@@ -31,13 +31,21 @@ def any_value(value: Any) -> AnyValue:
         return out
     if isinstance(value, dict):
         out = AnyValue()
-        out.kvlist_value.values.extend(KeyValue(key=k, value=any_value(v)) for k, v in value.items())
+        out.kvlist_value.values.extend(
+            KeyValue(key=k, value=any_value(v)) for k, v in value.items()
+        )
         return out
     return AnyValue(string_value=str(value))
 
 
-def span(name: str, attributes: Mapping[str, Any] | None = None, *, trace: int = 1,
-         span_id: int | None = None, parent: int | None = None) -> Span:
+def span(
+    name: str,
+    attributes: Mapping[str, Any] | None = None,
+    *,
+    trace: int = 1,
+    span_id: int | None = None,
+    parent: int | None = None,
+) -> Span:
     """A span with deterministic ids: trace ``trace``, span ``span_id`` (incrementing)."""
     number = span_id if span_id is not None else next(_ids)
     out = Span(
@@ -49,15 +57,18 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, *, trace: int =
         start_time_unix_nano=BASE_NS + number * 1000,
         end_time_unix_nano=BASE_NS + number * 1000 + 500,
     )
-    out.attributes.extend(KeyValue(key=k, value=any_value(v)) for k, v in (attributes or {}).items())
+    out.attributes.extend(
+        KeyValue(key=k, value=any_value(v)) for k, v in (attributes or {}).items()
+    )
     return out
 
 
 def export_request(spans: Sequence[Span], service: str = "test-agent") -> bytes:
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
-    resource_spans.resource.attributes.append(KeyValue(key="service.name",
-                                                       value=AnyValue(string_value=service)))
+    resource_spans.resource.attributes.append(
+        KeyValue(key="service.name", value=AnyValue(string_value=service))
+    )
     scope = resource_spans.scope_spans.add()
     scope.scope.name = "tests"
     scope.spans.extend(spans)
@@ -67,8 +78,9 @@ def export_request(spans: Sequence[Span], service: str = "test-agent") -> bytes:
 def logs_request(records: Sequence[LogRecord], service: str = "test-agent") -> bytes:
     request = ExportLogsServiceRequest()
     resource_logs = request.resource_logs.add()
-    resource_logs.resource.attributes.append(KeyValue(key="service.name",
-                                                      value=AnyValue(string_value=service)))
+    resource_logs.resource.attributes.append(
+        KeyValue(key="service.name", value=AnyValue(string_value=service))
+    )
     scope = resource_logs.scope_logs.add()
     scope.scope.name = "tests"
     scope.log_records.extend(records)
@@ -77,16 +89,31 @@ def logs_request(records: Sequence[LogRecord], service: str = "test-agent") -> b
 
 def log_record(body: str, attributes: Mapping[str, Any] | None = None, *, at: int = 0) -> LogRecord:
     record = LogRecord(time_unix_nano=BASE_NS + at, body=AnyValue(string_value=body))
-    record.attributes.extend(KeyValue(key=k, value=any_value(v)) for k, v in (attributes or {}).items())
+    record.attributes.extend(
+        KeyValue(key=k, value=any_value(v)) for k, v in (attributes or {}).items()
+    )
     return record
 
 
 def json_span(name: str, trace_id: str, span_id: str, **fields: Any) -> dict[str, Any]:
-    return {"traceId": trace_id, "spanId": span_id, "name": name,
-            "startTimeUnixNano": str(BASE_NS), "endTimeUnixNano": str(BASE_NS + 1000), **fields}
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "startTimeUnixNano": str(BASE_NS),
+        "endTimeUnixNano": str(BASE_NS + 1000),
+        **fields,
+    }
 
 
 def json_traces(spans: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return {"resourceSpans": [{"resource": {"attributes": [
-        {"key": "service.name", "value": {"stringValue": "json-agent"}}]},
-        "scopeSpans": [{"scope": {"name": "tests"}, "spans": list(spans)}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]
+                },
+                "scopeSpans": [{"scope": {"name": "tests"}, "spans": list(spans)}],
+            }
+        ]
+    }

@@ -45,8 +45,11 @@ class RunningServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             health = self.get("/healthz")
-            if (health["written_spans"] >= spans and health["written_events"] >= events
-                    and health["queue_rows"] == 0):
+            if (
+                health["written_spans"] >= spans
+                and health["written_events"] >= events
+                and health["queue_rows"] == 0
+            ):
                 return
             time.sleep(0.05)
         raise AssertionError(f"rows not written within {timeout}s: {self.get('/healthz')}")
@@ -58,9 +61,24 @@ def running_server(
 ) -> Iterator[RunningServer]:
     """Start ``skillsight serve`` and stop it with SIGTERM (a graceful drain) afterwards."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillsight.cli", "serve", "--data", str(data_dir),
-         "--port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "skillsight.cli",
+            "serve",
+            "--data",
+            str(data_dir),
+            "--port",
+            "0",
+            "--otlp-http-port",
+            "0",
+            "--otlp-grpc-port",
+            "0",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None

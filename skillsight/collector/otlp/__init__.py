@@ -14,10 +14,13 @@ SIGNALS = (TRACES, LOGS)
 
 def decode(signal: str, body: bytes, encoding: str, project_id: str, limits: Limits) -> Decoded:
     """Rows of one OTLP export request; raises :class:`~skillsight.errors.DecodeError`."""
-    module = traces if signal == TRACES else logs
+    if signal == TRACES:
+        if encoding == JSON:
+            return traces.decode_json(body, project_id, limits)
+        return traces.decode_protobuf(body, project_id, limits)
     if encoding == JSON:
-        return module.decode_json(body, project_id, limits)
-    return module.decode_protobuf(body, project_id, limits)
+        return logs.decode_json(body, project_id, limits)
+    return logs.decode_protobuf(body, project_id, limits)
 
 
 __all__ = [

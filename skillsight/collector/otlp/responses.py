@@ -41,7 +41,7 @@ def export_response(decoded: Decoded) -> ExportTraceServiceResponse | ExportLogs
 def encode(message: object, encoding: str) -> tuple[bytes, str]:
     """(body, media type) of a protobuf message in the request's encoding."""
     if encoding == JSON:
-        text = json_format.MessageToJson(message, indent=None)  # type: ignore[arg-type]
+        text = json_format.MessageToJson(message, indent=None)  # type: ignore[arg-type,unused-ignore]
         return text.encode("utf-8"), JSON_MEDIA
     return message.SerializeToString(), PROTOBUF_MEDIA  # type: ignore[attr-defined]
 

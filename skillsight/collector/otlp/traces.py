@@ -236,7 +236,7 @@ def _json_span(
         }
         for link in span.get("links") or []
     ]
-    row = {
+    row: dict[str, Any] = {
         "project_id": project_id,
         "trace_id": trace_id,
         "span_id": span_id,

@@ -28,7 +28,7 @@ class EmbeddedStore(LockedStore):
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir
         try:
-            self._conn = chdb.connect(str(data_dir))
+            self._conn = chdb.connect(str(data_dir))  # type: ignore[no-untyped-call]
         except Exception as exc:
             raise StoreError(
                 f"cannot open the embedded store in {data_dir} (is it in use by another "
