@@ -114,11 +114,16 @@ def _rebuild(message_type: Any, raw: bytes, attribute_field: int, limits: Limits
     """Parse ``raw`` field by field; repair text and attributes, drop other broken fields."""
     message = message_type()
     for number, wire, field, encoded in fields(raw):
+        # parse each field into a scratch message first: a failed MergeFromString can leave
+        # half of the broken field behind (e.g. an attribute nested past protobuf's depth limit)
+        scratch = message_type()
         try:
-            message.MergeFromString(encoded)
-            continue
+            scratch.MergeFromString(encoded)
         except ProtobufDecodeError:
             pass
+        else:
+            message.MergeFrom(scratch)
+            continue
         descriptor = message.DESCRIPTOR.fields_by_number.get(number)
         if number == attribute_field:
             getattr(message, descriptor.name).append(_lenient_kv(field, 0, limits))
@@ -139,7 +144,7 @@ def _parse_item(
         pass
     try:
         item = _rebuild(message_type, raw, attribute_field, limits)
-    except DecodeError as exc:
+    except (DecodeError, ProtobufDecodeError) as exc:
         decoded.reject(f"{what}: {exc}")
         return None
     decoded.note(f"{what} {getattr(item, 'name', '')[:60]!r} repaired (bad UTF-8 or nesting)")

@@ -1,0 +1,1 @@
+"""Test-only helpers (capture receivers) shared by the test suite."""

@@ -1,0 +1,1 @@
+"""Test-only infrastructure that real backends need (servers, endpoints), shared by fixtures."""
