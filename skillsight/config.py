@@ -150,9 +150,15 @@ class Settings:
     def describe() -> list[tuple[str, str, str]]:
         """(env var, default, help) of every setting, for docs and ``--help``."""
         return [
-            (f"SKILLSIGHT_{s.name.upper()}", repr(s.default), s.metadata["help"])
+            (f"SKILLSIGHT_{s.name.upper()}", _shown(s.default), s.metadata["help"])
             for s in fields(Settings)
         ]
+
+
+def _shown(default: Any) -> str:
+    if default is None or default == "":
+        return "(unset)"
+    return str(default)
 
 
 def _parse(source: str, raw: str, kind: str) -> Any:

@@ -109,3 +109,27 @@ def test_published_instrumentors_land_normalized(
     assert "rows: 5" in tools["Bash"]["output"]
     agents = [s for s in new if s["operation"] == "invoke_agent"]
     assert agents and agents[0]["session_id"] == result.session_id
+
+
+def test_make_demo_plays_a_session_into_a_fresh_service(tmp_path: Path) -> None:
+    """What `make demo` runs, stopped after the session instead of serving on."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skillsight.demo",
+            "--once",
+            "--any-ports",
+            "--data",
+            str(tmp_path / "demo"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "claude_code.skill_activated" in result.stdout
+    assert "csv-summary" in result.stdout

@@ -54,3 +54,11 @@ def test_every_setting_is_described() -> None:
     described = Settings.describe()
     assert all(env.startswith("SKILLSIGHT_") and help_text for env, _, help_text in described)
     assert len({env for env, _, _ in described}) == len(described)
+
+
+def test_docs_list_every_setting() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    missing = [env for env, _, _ in Settings.describe() if f"`{env}`" not in docs]
+    assert not missing, f"docs/configuration.md lacks {missing}"

@@ -1,0 +1,140 @@
+"""``make demo``: serve on the embedded store and play a real Claude Code session into it.
+
+Starts ``skillsight serve`` (data in ``.skillsight/demo``), runs the demo session — the real
+Claude Code CLI with a scripted model, using the project skill ``csv-summary`` and its script —
+exporting its native traces and log events over OTLP, then shows what the collector stored and
+keeps serving until Ctrl-C (``--once`` stops right after, for scripts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from skillsight.demo.workload import run_demo
+
+console = Console()
+
+
+def _start_server(data: Path, ports: Sequence[str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    command = [sys.executable, "-m", "skillsight.cli", "serve", "--data", str(data), *ports]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("SKILLSIGHT_READY "):
+            return proc, json.loads(line.split(" ", 1)[1])
+        sys.stdout.write(line)
+    proc.wait()
+    raise SystemExit("skillsight serve did not start (see above)")
+
+
+def _wait_for(api: str, session_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    spans: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        spans = httpx.get(f"{api}/api/v1/spans", params={"session_id": session_id}).json()
+        events = httpx.get(f"{api}/api/v1/events", params={"session_id": session_id}).json()
+        if any(e["event_name"] == "claude_code.skill_activated" for e in events) and any(
+            s["tool_name"] == "Bash" for s in spans
+        ):
+            break
+        time.sleep(0.25)
+    return spans, events
+
+
+def _show(spans: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    table = Table(title="spans of the demo session", box=None, header_style="bold")
+    for column in ("name", "operation", "tool", "skill", "input", "ms"):
+        table.add_column(column, overflow="fold")
+    for span in spans:
+        table.add_row(
+            span["name"],
+            span["operation"],
+            span["tool_name"],
+            span["skill_name"],
+            span["input"][:60],
+            f"{span['duration_ms']:.0f}",
+        )
+    console.print(table)
+    wanted = ("claude_code.skill_activated", "claude_code.tool_result", "claude_code.api_request")
+    events_table = Table(title="log events (a selection)", box=None, header_style="bold")
+    for column in ("event", "tool", "skill", "tokens in/out", "cost $"):
+        events_table.add_column(column)
+    for event in events:
+        if event["event_name"] in wanted:
+            tokens = event["tokens"]
+            events_table.add_row(
+                event["event_name"],
+                event["tool_name"],
+                event["skill_name"],
+                f"{tokens['input']}/{tokens['output']}",
+                f"{event['cost_usd']:.4f}" if event["cost_usd"] else "",
+            )
+    console.print(events_table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m skillsight.demo", description=__doc__)
+    parser.add_argument("--data", type=Path, default=Path(".skillsight/demo"))
+    parser.add_argument("--once", action="store_true", help="stop after the session")
+    parser.add_argument(
+        "--any-ports", action="store_true", help="let the OS pick ports instead of 8000/4318/4317"
+    )
+    args = parser.parse_args(argv)
+    ports = (
+        ["--port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0"] if args.any_ports else []
+    )
+    proc, endpoints = _start_server(args.data, ports)
+    try:
+        console.print(
+            f"[bold green]skillsight is serving[/] at {endpoints['api']} "
+            f"(OTLP/HTTP {endpoints['otlp_http']}, OTLP/gRPC {endpoints['otlp_grpc']})"
+        )
+        console.print(
+            "playing a real Claude Code session (scripted model) that uses the "
+            "[bold]csv-summary[/] skill…"
+        )
+        result = run_demo(endpoints["otlp_http"], "http/protobuf")
+        if not result.session_id:
+            console.print("[red]the demo session did not run[/]")
+            return 1
+        console.print(f"session {result.session_id}: {result.result_text!r}")
+        spans, events = _wait_for(endpoints["api"], result.session_id)
+        _show(spans, events)
+        console.print(
+            "\nLook around:\n"
+            f"  {endpoints['api']}/docs                      the REST API\n"
+            f"  {endpoints['api']}/api/v1/spans?session_id={result.session_id}\n"
+            f"  .venv/bin/skillsight spans --api {endpoints['api']}\n"
+            "Point any agent at it: OTEL_EXPORTER_OTLP_ENDPOINT="
+            f"{endpoints['otlp_http']} (Claude Code: see README)."
+        )
+        if args.once:
+            return 0 if spans and events else 1
+        console.print("[dim]Ctrl-C stops the service.[/]")
+        proc.wait()
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    raise SystemExit(main())
