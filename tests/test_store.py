@@ -323,18 +323,7 @@ def test_invalid_utf8_is_made_valid(store: Store) -> None:
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
-def test_hostile_query_parameters_round_trip(
-    store: Store, name: str, request: pytest.FixtureRequest
-) -> None:
-    if store.kind == "embedded" and any(c in HOSTILE[name] for c in "\\\n"):
-        request.applymarker(
-            pytest.mark.xfail(
-                reason="EmbeddedStore hands params to chdb as they are, and chdb reads them "
-                "in ClickHouse's escaped form: backslash sequences are decoded and a raw newline "
-                "ends the value",
-                strict=True,
-            )
-        )
+def test_hostile_query_parameters_round_trip(store: Store, name: str) -> None:
     assert store.query("SELECT {v:String} AS v", {"v": HOSTILE[name]}) == [{"v": HOSTILE[name]}]
 
 

@@ -133,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 if __name__ == "__main__":

@@ -5,12 +5,11 @@ it would to ``api.anthropic.com``. The server is scripted with a list of assista
 turn is a list of content blocks (:class:`Text`, :class:`ToolUse`).
 
 Which request gets which turn: Claude Code sends the *main* agent-loop request (with the tool
-list) plus side requests (session title, topic detection, ``count_tokens``...). Only main
-requests consume the script, and the turn a main request gets is the number of assistant
-messages already in its conversation, not a counter. That makes retries (the CLI retries
-on transport errors and falls back to non-streaming) harmless, and makes side requests that
-happen to carry the tools (such as prompt-cache warm-ups) replay the right turn instead of
-skipping one.
+list) plus side requests (session title generation, possibly ``count_tokens`` and others).
+Only main requests are answered from the script, and the turn a main request gets is the
+number of assistant messages already in its conversation, not a counter. That makes retries
+(the CLI retries on transport errors and can fall back to non-streaming) replay the same turn
+instead of skipping one, and a stray extra request with the tools cannot shift the script.
 """
 
 from __future__ import annotations
@@ -90,8 +89,9 @@ def _tool_names(body: dict[str, Any]) -> set[str]:
 def classify_request(body: dict[str, Any]) -> RequestKind:
     """Tell the agent-loop request from the CLI's side requests.
 
-    The agent loop is the only request that offers the model the built-in tools; title and
-    topic generation use a small model, no tools and a short dedicated system prompt.
+    The agent loop is the only request that offers the model the built-in tools; the session
+    title request (the one side request Claude Code 2.1 sends here) has no tools, a dedicated
+    system prompt and a JSON-schema ``output_config``.
     """
     names = _tool_names(body)
     if "Bash" in names or "Skill" in names:

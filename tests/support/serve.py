@@ -115,3 +115,5 @@ def running_server(
                 proc.kill()
                 proc.wait()
         reader.join(5)
+        if proc.stdout is not None:
+            proc.stdout.close()

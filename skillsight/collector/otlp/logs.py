@@ -103,6 +103,9 @@ def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
     """Rows of an ``ExportLogsServiceRequest`` in OTLP/JSON encoding."""
     decoded = Decoded("logs", event_columns())
     document = load(body, decoded)
+    if document and get(document, "resourceLogs") is None:
+        # e.g. a trace request sent to /v1/logs: refuse it rather than answer 200 for nothing
+        raise DecodeError("body is not an OTLP/JSON ExportLogsServiceRequest (no resourceLogs)")
     for rl in objects(document, "resourceLogs"):
         resource = rl.get("resource") or {}
         try:

@@ -186,6 +186,9 @@ def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
     """
     decoded = Decoded("traces", span_columns())
     document = load(body, decoded)
+    if document and get(document, "resourceSpans") is None:
+        # e.g. a logs request sent to /v1/traces: refuse it rather than answer 200 for nothing
+        raise DecodeError("body is not an OTLP/JSON ExportTraceServiceRequest (no resourceSpans)")
     for rs in objects(document, "resourceSpans"):
         resource = rs.get("resource") or {}
         try:

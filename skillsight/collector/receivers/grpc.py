@@ -35,13 +35,21 @@ _SERVICES = {
 }
 
 
-def _retry_details(code: int, message: str, retry_after_s: float) -> bytes:
+def _retry_metadata(code: int, message: str, retry_after_s: float) -> tuple[tuple[str, bytes], ...]:
+    """Trailers telling exporters when to retry.
+
+    Go exporters read ``RetryInfo`` from the status details; the Python SDK's reads only the
+    ``google.rpc.retryinfo-bin`` trailer, so both are sent.
+    """
     info = error_details_pb2.RetryInfo()
     info.retry_delay.FromTimedelta(timedelta(seconds=retry_after_s))
     detail = any_pb2.Any()
     detail.Pack(info)
     status = status_pb2.Status(code=code, message=message, details=[detail])
-    return bytes(status.SerializeToString())
+    return (
+        ("grpc-status-details-bin", bytes(status.SerializeToString())),
+        ("google.rpc.retryinfo-bin", bytes(info.SerializeToString())),
+    )
 
 
 def _identity(data: bytes) -> bytes:
@@ -107,12 +115,7 @@ class GrpcReceiver:
                 )
                 # OTLP: RESOURCE_EXHAUSTED is retryable when the server says when, via RetryInfo
                 context.set_trailing_metadata(
-                    (
-                        (
-                            "grpc-status-details-bin",
-                            _retry_details(code.value[0], str(exc), exc.retry_after_s),
-                        ),
-                    )
+                    _retry_metadata(code.value[0], str(exc), exc.retry_after_s)
                 )
                 await context.abort(code, str(exc))
             return responses.export_response(decoded)

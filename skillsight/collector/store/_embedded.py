@@ -14,6 +14,30 @@ from skillsight.collector.store._base import READ_SETTINGS, LockedStore
 from skillsight.errors import StoreError
 
 
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"})
+
+
+def _param(value: Any) -> str:
+    """A query parameter in the escaped text form chdb parses parameters from."""
+    if isinstance(value, str):
+        return value.translate(_ESCAPES)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        items = (
+            f"'{_param(v).replace(chr(39), chr(92) + chr(39))}'"
+            if isinstance(v, str)
+            else _param(v)
+            for v in value
+        )
+        return "[" + ",".join(items) + "]"
+    return str(value)
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, str] | None:
+    return {k: _param(v) for k, v in params.items()} if params else None
+
+
 def _settings_clause(settings: Mapping[str, Any]) -> str:
     return " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items())
 
@@ -38,7 +62,7 @@ class EmbeddedStore(LockedStore):
     def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         with self._lock:
             try:
-                self._conn.query(sql, "CSV", params=dict(params) if params else None)
+                self._conn.query(sql, "CSV", params=_params(params))
             except Exception as exc:
                 raise StoreError(str(exc)) from exc
 
@@ -48,7 +72,7 @@ class EmbeddedStore(LockedStore):
                 result = self._conn.query(
                     sql + _settings_clause(READ_SETTINGS),
                     "JSONEachRow",
-                    params=dict(params) if params else None,
+                    params=_params(params),
                 )
             except Exception as exc:
                 raise StoreError(str(exc)) from exc
