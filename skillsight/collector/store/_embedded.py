@@ -13,7 +13,6 @@ import pyarrow as pa
 from skillsight.collector.store._base import READ_SETTINGS, LockedStore
 from skillsight.errors import StoreError
 
-
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"})
 
 
