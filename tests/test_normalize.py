@@ -52,6 +52,7 @@ def test_claude_code_native_spans(embedded_store: EmbeddedStore, capture: str) -
     assert skill["tool_call_id"].startswith("toolu_")
     assert bash["input"].startswith("python3 .claude/skills/csv-summary/scripts/summarize_csv.py")
     assert bash["tool_call_id"] != skill["tool_call_id"]
+    assert bash["output"].startswith("rows: 5")  # from the tool.output span event
     session = skill["session_id"]
     assert session and all(s["session_id"] == session for g in spans.values() for s in g)
     assert all(s["agent"] == "claude-code" for g in spans.values() for s in g)

@@ -20,6 +20,13 @@ _SPAN_OPERATIONS = {
     "claude_code.hook": "hook",
 }
 
+# With OTEL_LOG_TOOL_CONTENT=1 a tool span carries its output in a `tool.output` span event,
+# its only event. (Indexing the JSON directly keeps arrays out of the lazily evaluated branch.)
+_TOOL_OUTPUT_EVENT = (
+    "if(JSONExtractString(span_events, 1, 'name') = 'tool.output', "
+    "JSONExtractString(span_events, 1, 'attributes', 'output'), '')"
+)
+
 _TOKENS = {
     "input_tokens": attr("input_tokens"),
     "output_tokens": attr("output_tokens"),
@@ -33,9 +40,11 @@ _TOKENS = {
 # scopes com.anthropic.claude_code.tracing (spans) and com.anthropic.claude_code.events (logs)
 _SCOPE = "startsWith(scope_name, 'com.anthropic.claude_code')"
 
+_DETECT = f"(startsWith(name, 'claude_code.') OR {_SCOPE})"
+
 CLAUDE_CODE = Convention(
     name="claude_code",
-    detect=f"(startsWith(name, 'claude_code.') OR {_SCOPE})",
+    detect=_DETECT,
     span_fields={
         "operation": lookup("name", _SPAN_OPERATIONS),
         "session_id": attr("session.id"),
@@ -51,7 +60,7 @@ CLAUDE_CODE = Convention(
             attr("user_prompt"),
             when(f"{attr('tool_name')} = 'Skill'", attr("skill_name")),
         ),
-        "output": first(attr("tool_result"), attr("response")),
+        "output": first(attr("tool_result"), _TOOL_OUTPUT_EVENT, attr("response")),
         **_TOKENS,
     },
     event_detect=f"(startsWith(event_name, 'claude_code.') OR {_SCOPE})",

@@ -88,7 +88,7 @@ class EmbeddedStore(LockedStore):
             try:
                 self._conn.query(sql)
             except Exception as exc:
-                raise StoreError(f"insert into {table} failed: {exc}") from exc
+                raise StoreError(f"insert into {table} failed: {str(exc)[:2000]}") from exc
 
     def close(self) -> None:
         with self._lock:
