@@ -32,13 +32,19 @@ def load(body: bytes, decoded: Decoded) -> dict[str, Any]:
     if _SURROGATE_ESCAPE.search(body):
         scrubbed = _scrub(document)
         assert isinstance(scrubbed, dict)
+        if scrubbed != document:
+            decoded.note("lone UTF-16 surrogate escapes in the body replaced with U+FFFD")
         document = scrubbed
     return document
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
+        # U+FFFD as for invalid UTF-8 bytes; encode(errors="replace") would write a plain "?"
+        return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_scrub(v) for v in value]
     if isinstance(value, dict):

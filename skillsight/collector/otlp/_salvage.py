@@ -81,19 +81,23 @@ def _lenient_value(raw: bytes, depth: int, limits: Limits) -> AnyValue:
     if depth >= limits.max_depth:
         value.string_value = DEPTH_MARK.format(d=limits.max_depth)
         return value
-    for number, _wire, field, encoded in fields(raw):
-        if number == 1:
+    # only length-delimited fields are text or nested values; any other wire type is left to
+    # protobuf, which keeps a field of an unexpected wire type as an unknown field
+    for number, wire, field, encoded in fields(raw):
+        if number == 1 and wire == _LEN:
             value.string_value = _text(field)
-        elif number == 5:
+        elif number == 5 and wire == _LEN:
             items = [
                 _lenient_value(item, depth + 1, limits)
-                for n, _w, item, _e in fields(field)
-                if n == 1
+                for n, w, item, _e in fields(field)
+                if n == 1 and w == _LEN
             ]
             value.array_value.values.extend(items)
-        elif number == 6:
+        elif number == 6 and wire == _LEN:
             value.kvlist_value.values.extend(
-                _lenient_kv(item, depth + 1, limits) for n, _w, item, _e in fields(field) if n == 1
+                _lenient_kv(item, depth + 1, limits)
+                for n, w, item, _e in fields(field)
+                if n == 1 and w == _LEN
             )
         else:
             value.MergeFromString(encoded)
@@ -102,16 +106,20 @@ def _lenient_value(raw: bytes, depth: int, limits: Limits) -> AnyValue:
 
 def _lenient_kv(raw: bytes, depth: int, limits: Limits) -> KeyValue:
     kv = KeyValue()
-    for number, _wire, field, _encoded in fields(raw):
-        if number == 1:
+    for number, wire, field, _encoded in fields(raw):
+        if number == 1 and wire == _LEN:
             kv.key = _text(field)
-        elif number == 2:
+        elif number == 2 and wire == _LEN:
             kv.value.CopyFrom(_lenient_value(field, depth, limits))
     return kv
 
 
-def _rebuild(message_type: Any, raw: bytes, attribute_field: int, limits: Limits) -> Any:
-    """Parse ``raw`` field by field; repair text and attributes, drop other broken fields."""
+def _rebuild(message_type: Any, raw: bytes, limits: Limits) -> Any:
+    """Parse ``raw`` field by field; repair text, attributes and the messages holding them.
+
+    A broken status, event or link is rebuilt the same way rather than dropped: a span must not
+    lose its error status or its exception event to one bad byte in their text.
+    """
     message = message_type()
     for number, wire, field, encoded in fields(raw):
         # parse each field into a scratch message first: a failed MergeFromString can leave
@@ -125,25 +133,31 @@ def _rebuild(message_type: Any, raw: bytes, attribute_field: int, limits: Limits
             message.MergeFrom(scratch)
             continue
         descriptor = message.DESCRIPTOR.fields_by_number.get(number)
-        if number == attribute_field:
-            getattr(message, descriptor.name).append(_lenient_kv(field, 0, limits))
-        elif descriptor is not None and wire == _LEN and descriptor.type == descriptor.TYPE_STRING:
-            setattr(message, descriptor.name, _text(field))
-        elif descriptor is not None and descriptor.message_type is AnyValue.DESCRIPTOR:
-            getattr(message, descriptor.name).CopyFrom(_lenient_value(field, 0, limits))
-        # anything else that is broken (an event, a link) is dropped; the item is kept
+        if descriptor is None or wire != _LEN:
+            continue  # a broken field this message does not know: dropped, the item is kept
+        target = getattr(message, descriptor.name)
+        if descriptor.type == descriptor.TYPE_STRING:
+            if isinstance(target, str):
+                setattr(message, descriptor.name, _text(field))
+            else:
+                target.append(_text(field))
+        elif descriptor.message_type is KeyValue.DESCRIPTOR:
+            target.append(_lenient_kv(field, 0, limits))
+        elif descriptor.message_type is AnyValue.DESCRIPTOR:
+            target.CopyFrom(_lenient_value(field, 0, limits))
+        elif descriptor.message_type is not None:
+            part = target.add() if hasattr(target, "add") else target  # repeated or singular
+            part.MergeFrom(_rebuild(type(part), field, limits))
     return message
 
 
-def _parse_item(
-    message_type: Any, raw: bytes, attribute_field: int, limits: Limits, decoded: Decoded, what: str
-) -> Any:
+def _parse_item(message_type: Any, raw: bytes, limits: Limits, decoded: Decoded, what: str) -> Any:
     try:
         return message_type.FromString(raw)
     except ProtobufDecodeError:
         pass
     try:
-        item = _rebuild(message_type, raw, attribute_field, limits)
+        item = _rebuild(message_type, raw, limits)
     except (DecodeError, ProtobufDecodeError) as exc:
         decoded.reject(f"{what}: {exc}")
         return None
@@ -160,7 +174,7 @@ def trace_request(body: bytes, decoded: Decoded, limits: Limits) -> ExportTraceS
         resource_spans = request.resource_spans.add()
         for n, w, raw, _e in fields(rs_raw):
             if n == 1 and w == _LEN:
-                resource = _parse_item(Resource, raw, 1, limits, decoded, "resource")
+                resource = _parse_item(Resource, raw, limits, decoded, "resource")
                 if resource is not None:
                     resource_spans.resource.CopyFrom(resource)
             elif n == 2 and w == _LEN:
@@ -171,11 +185,11 @@ def trace_request(body: bytes, decoded: Decoded, limits: Limits) -> ExportTraceS
 def _scope_spans(target: ScopeSpans, raw: bytes, decoded: Decoded, limits: Limits) -> None:
     for n, w, item, _e in fields(raw):
         if n == 1 and w == _LEN:
-            scope = _parse_item(InstrumentationScope, item, 3, limits, decoded, "scope")
+            scope = _parse_item(InstrumentationScope, item, limits, decoded, "scope")
             if scope is not None:
                 target.scope.CopyFrom(scope)
         elif n == 2 and w == _LEN:
-            span = _parse_item(Span, item, 9, limits, decoded, "span")
+            span = _parse_item(Span, item, limits, decoded, "span")
             if span is not None:
                 target.spans.append(span)
 
@@ -189,7 +203,7 @@ def logs_request(body: bytes, decoded: Decoded, limits: Limits) -> ExportLogsSer
         resource_logs: ResourceLogs = request.resource_logs.add()
         for n, w, raw, _e in fields(rl_raw):
             if n == 1 and w == _LEN:
-                resource = _parse_item(Resource, raw, 1, limits, decoded, "resource")
+                resource = _parse_item(Resource, raw, limits, decoded, "resource")
                 if resource is not None:
                     resource_logs.resource.CopyFrom(resource)
             elif n == 2 and w == _LEN:
@@ -200,10 +214,10 @@ def logs_request(body: bytes, decoded: Decoded, limits: Limits) -> ExportLogsSer
 def _scope_logs(target: ScopeLogs, raw: bytes, decoded: Decoded, limits: Limits) -> None:
     for n, w, item, _e in fields(raw):
         if n == 1 and w == _LEN:
-            scope = _parse_item(InstrumentationScope, item, 3, limits, decoded, "scope")
+            scope = _parse_item(InstrumentationScope, item, limits, decoded, "scope")
             if scope is not None:
                 target.scope.CopyFrom(scope)
         elif n == 2 and w == _LEN:
-            record = _parse_item(LogRecord, item, 6, limits, decoded, "log record")
+            record = _parse_item(LogRecord, item, limits, decoded, "log record")
             if record is not None:
                 target.log_records.append(record)

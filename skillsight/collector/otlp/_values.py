@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import SeverityNumber
 
 TRUNCATION_MARK = "…[truncated {n} chars]"
 DEPTH_MARK = "…[nested deeper than {d} levels]"
@@ -22,7 +23,9 @@ SPAN_KINDS = ("unspecified", "internal", "server", "client", "producer", "consum
 STATUS_CODES = ("unset", "ok", "error")
 _SPAN_KIND_NAMES = {f"SPAN_KIND_{k.upper()}": k for k in SPAN_KINDS}
 _STATUS_NAMES = {f"STATUS_CODE_{k.upper()}": k for k in STATUS_CODES}
+_SEVERITY_NAMES = dict(SeverityNumber.items())
 MAX_INT64 = 2**63 - 1
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 @dataclass(frozen=True)
@@ -187,3 +190,16 @@ def json_status_code(value: Any) -> str:
     if isinstance(value, str):
         return _STATUS_NAMES.get(value, "unset")
     return "unset"
+
+
+def json_severity(value: Any) -> int:
+    """A log record's severity number: an int, or its ``SEVERITY_NUMBER_*`` name in OTLP/JSON.
+
+    Anything else (a boolean, an int past the protobuf enum's int32) never reaches the store
+    as is, where it would fail the whole request's conversion.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return min(max(value, _INT32[0]), _INT32[1])
+    if isinstance(value, str):
+        return _SEVERITY_NAMES.get(value, 0)
+    return 0

@@ -68,7 +68,9 @@ class GrpcReceiver:
         self.host = host
         self.requested_port = port
         self.port = 0
-        limit = collector.settings.max_request_bytes
+        # gRPC refuses messages past its own limit with RESOURCE_EXHAUSTED, which exporters
+        # retry; a larger transport limit lets the collector answer INVALID_ARGUMENT (final).
+        limit = max(4 * collector.settings.max_request_bytes, 64 * 1024 * 1024)
         self._server = aio.server(
             options=[
                 ("grpc.max_receive_message_length", limit),
@@ -118,6 +120,10 @@ class GrpcReceiver:
                     _retry_metadata(code.value[0], str(exc), exc.retry_after_s)
                 )
                 await context.abort(code, str(exc))
+            except Exception:
+                # a bug, not the client's fault: say so, keep serving, and leave a traceback
+                log.exception("OTLP/gRPC export failed")
+                await context.abort(grpc.StatusCode.INTERNAL, "internal error; see server log")
             return responses.export_response(decoded)
 
         return export

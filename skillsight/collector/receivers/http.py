@@ -9,6 +9,7 @@ full) or 503 (store failing, shutting down) with ``Retry-After``, which OTLP exp
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Mapping
 
@@ -21,6 +22,8 @@ from skillsight.collector.otlp import responses
 from skillsight.collector.service import Collector
 from skillsight.collector.tenancy import Unauthenticated, project_for
 from skillsight.errors import DecodeError, Overloaded, PayloadTooLarge
+
+log = logging.getLogger(__name__)
 
 
 def _error(
@@ -83,6 +86,10 @@ def otlp_http_routes(collector: Collector) -> list[Route]:
             )
         except ClientDisconnect:
             return Response(status_code=400)
+        except Exception:
+            # a bug, not the client's fault: answer in OTLP's shape, keep serving, log it
+            log.exception("OTLP/HTTP export failed")
+            return _error(500, responses.INTERNAL, "internal error; see server log", encoding)
         payload, media = responses.encode(responses.export_response(decoded), encoding)
         return Response(payload, status_code=200, media_type=media)
 
