@@ -1,0 +1,21 @@
+"""Skill activations: the record and its extraction from a session trajectory."""
+
+from skillsight.collector.activations.model import (
+    Activation,
+    SkillContract,
+    Tokens,
+    ToolCall,
+    Trigger,
+    VisibleSkill,
+    activation_id,
+)
+
+__all__ = [
+    "Activation",
+    "SkillContract",
+    "Tokens",
+    "ToolCall",
+    "Trigger",
+    "VisibleSkill",
+    "activation_id",
+]

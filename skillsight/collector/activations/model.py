@@ -1,0 +1,101 @@
+"""The skill activation record: the evaluation unit, (decision, internal trajectory, integration).
+
+One shape for every source (skillsight's spans, OpenInference, traceAI, Claude Code's native
+telemetry), so evaluators, the API and the store never ask where an activation came from.
+DESIGN.md (*Skill activations*) gives the boundary rules this record is cut by.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Trigger = Literal["skill_tool", "read_skill_md", "load_skill_tool", "span", "event", "subagent"]
+Outcome = Literal["completed", "error", "interrupted"]
+
+
+def activation_id(trace_or_session: str, start_call_id: str) -> str:
+    """Deterministic id: the same activation rebuilt twice gets the same id."""
+    digest = hashlib.sha256(f"{trace_or_session}\x1f{start_call_id}".encode()).hexdigest()
+    return digest[:32]
+
+
+class Tokens(BaseModel):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+
+
+class ToolCall(BaseModel):
+    """One tool call the agent made while the skill was active."""
+
+    tool_call_id: str
+    name: str
+    arguments: Any = Field(default=None, description="parsed JSON when the source had JSON")
+    result: str | None = Field(default=None, description="None when the source did not log it")
+    is_error: bool = False
+    step_id: int = Field(description="ATIF step of the session trajectory that made the call")
+    started_at: str = ""
+    duration_ms: float | None = None
+    span_id: str = ""
+
+
+class VisibleSkill(BaseModel):
+    """A skill the agent could see when it decided (from the catalogue it was shown)."""
+
+    name: str
+    description: str = ""
+
+
+class SkillContract(BaseModel):
+    """What the skill declares: its scope, tool surface and version."""
+
+    name: str
+    description: str = ""
+    allowed_tools: list[str] | None = Field(
+        default=None, description="declared patterns; None = undeclared (unconstrained)"
+    )
+    version: str = Field(default="", description="SHA-256 of the skill folder's content")
+    source_uri: str = ""
+
+
+class Activation(BaseModel):
+    """One time a skill was used in a session."""
+
+    activation_id: str
+    project_id: str = "default"
+    session_id: str
+    trace_id: str
+    skill_name: str
+    skill_version: str = ""
+    trigger: Trigger
+    trigger_call_id: str = Field(
+        description="tool call id (or span id / event record id) that started the activation"
+    )
+    trigger_step_id: int | None = None
+    agent: str = ""
+    subagent: str = Field(default="", description="agent type when run inside a subagent")
+    parent_activation_id: str = Field(default="", description="set when nested in another")
+    source_convention: str = ""
+    request: str = Field(default="", description="the user request ('' when not logged)")
+    request_logged: bool = True
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="internal calls in order, the loading call excluded"
+    )
+    skill_output: str | None = Field(
+        default=None, description="what the skill's loading call returned, when logged"
+    )
+    integration_message: str | None = None
+    integration_step_id: int | None = None
+    step_ids: list[int] = Field(default_factory=list, description="internal trajectory steps")
+    started_at: str
+    ended_at: str
+    duration_ms: float = 0.0
+    tokens: Tokens = Field(default_factory=Tokens)
+    cost_usd: float = 0.0
+    outcome: Outcome = "completed"
+    visible_skills: list[VisibleSkill] = Field(default_factory=list)
+    contract: SkillContract | None = None
