@@ -4,10 +4,11 @@
     ├── ConfigError          a setting is missing or malformed (fails at start-up)
     ├── StoreError           ClickHouse refused or failed a statement
     │   └── MigrationError   a schema migration could not be applied
-    └── IngestError          an OTLP request cannot be taken as sent
-        ├── DecodeError      the body is not OTLP (HTTP 400 / gRPC INVALID_ARGUMENT)
-        ├── PayloadTooLarge  the body, or its decompressed size, is past the limit (413)
-        └── Overloaded       the write queue is full; retry later (429/503, RESOURCE_EXHAUSTED)
+    ├── IngestError          an OTLP request cannot be taken as sent
+    │   ├── DecodeError      the body is not OTLP (HTTP 400 / gRPC INVALID_ARGUMENT)
+    │   ├── PayloadTooLarge  the body, or its decompressed size, is past the limit (413)
+    │   └── Overloaded       the write queue is full; retry later (429/503, RESOURCE_EXHAUSTED)
+    └── SkillError           a skill folder or its SKILL.md cannot be read as a skill
 
 Errors of dependencies (chdb, clickhouse-connect, protobuf, grpc) are translated into these at the
 boundary with ``raise ... from exc`` so callers never see a third-party exception type.
@@ -50,3 +51,7 @@ class Overloaded(IngestError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class SkillError(SkillsightError):
+    """A skill folder or its SKILL.md cannot be read as a skill (missing, bad frontmatter)."""

@@ -1,0 +1,25 @@
+"""The skill catalogue: parse SKILL.md folders, version them, check their allowed-tools.
+
+Depends on the standard library and PyYAML only, so the in-process instrumentation can use it.
+"""
+
+from __future__ import annotations
+
+from skillsight.errors import SkillError
+from skillsight.skills._allowed_tools import AllowedTools, PatternProblem, ToolRule, Verdict
+from skillsight.skills._discovery import find_skill_dir, skill_roots
+from skillsight.skills._manifest import SkillManifest, load_skill
+from skillsight.skills._version import skill_version
+
+__all__ = [
+    "AllowedTools",
+    "PatternProblem",
+    "SkillError",
+    "SkillManifest",
+    "ToolRule",
+    "Verdict",
+    "find_skill_dir",
+    "load_skill",
+    "skill_roots",
+    "skill_version",
+]
