@@ -12,15 +12,25 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
 import pyarrow as pa
 
 from skillsight.collector import rows
+from skillsight.collector.activations import Activation
 from skillsight.collector.normalize import event_projection, span_projection
-from skillsight.collector.store import queries
+from skillsight.collector.store import _rebuilds, queries
+from skillsight.collector.store._skill_rows import (
+    SKILL_COLUMNS,
+    SKILL_SELECT,
+    SKILL_STRUCTURE,
+    catalogue_entry,
+    skill_table,
+)
 from skillsight.errors import MigrationError
+from skillsight.skills import SkillManifest
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +193,150 @@ class Store(ABC):
     def count_events(self, project_id: str) -> dict[str, int]:
         row = self._rows(queries.COUNT_EVENTS, {"project": project_id})[0]
         return {"rows": int(row["rows"]), "events": int(row["events"])}
+
+    # -- the skill catalogue (migration 0003) --------------------------------------------------
+
+    def insert_skills(
+        self,
+        project_id: str,
+        manifests: Sequence[SkillManifest],
+        *,
+        scanned_at: datetime | None = None,
+    ) -> int:
+        """Record scanned skills in one insert; a re-scan of a version replaces its row."""
+        if not manifests:
+            return 0
+        self._insert_select(
+            "skills",
+            SKILL_COLUMNS,
+            SKILL_SELECT,
+            skill_table(project_id, manifests, scanned_at),
+            SKILL_STRUCTURE,
+        )
+        return len(manifests)
+
+    def list_skills(
+        self, project_id: str, name: str = "", *, limit: int = 10_000
+    ) -> list[dict[str, Any]]:
+        """Catalogue entries (every scanned version), by name, newest scan first."""
+        rows = self._rows(
+            queries.LIST_SKILLS, {"project": project_id, "name": name, "limit": limit}
+        )
+        return [catalogue_entry(row) for row in rows]
+
+    def skill_contracts(self, project_id: str) -> dict[str, dict[str, Any]]:
+        """Per skill name, its most recently scanned version with body and frontmatter."""
+        rows = self._rows(queries.SKILL_CONTRACTS, {"project": project_id})
+        return {str(row["name"]): catalogue_entry(row) for row in rows}
+
+    # -- rebuilt activations and trajectories (see migration 0004) ---------------------------
+
+    def write_rebuild(
+        self, project_id: str, rebuilt: _rebuilds.RebuildResult, *, ingested_through_us: int = 0
+    ) -> int:
+        """Store one session's rebuild; return its stamp (µs). Hides what it supersedes."""
+        return self.write_rebuilds(
+            [_rebuilds.SessionRebuild(project_id, rebuilt, ingested_through_us)]
+        )[0]
+
+    def write_rebuilds(self, items: Sequence[_rebuilds.SessionRebuild]) -> list[int]:
+        """Store several sessions' rebuilds in one insert per table; return their stamps.
+
+        Activation rows go first and the trajectory rows (each session's commit marker) last,
+        so readers see either the previous rebuild of a session or this one, never a mix.
+        """
+        stamped = [(item, _rebuilds.STAMPS.next()) for item in items]
+        if not stamped:
+            return []
+        activations = _rebuilds.activation_table(stamped)
+        if activations.num_rows:
+            self._insert_select(
+                "activations",
+                _rebuilds.columns(_rebuilds.ACTIVATION_ROW),
+                _rebuilds.select(_rebuilds.ACTIVATION_ROW),
+                activations,
+                _rebuilds.structure(_rebuilds.ACTIVATION_ROW),
+            )
+        self._insert_select(
+            "trajectories",
+            _rebuilds.columns(_rebuilds.TRAJECTORY_ROW),
+            _rebuilds.select(_rebuilds.TRAJECTORY_ROW),
+            _rebuilds.trajectory_table(stamped),
+            _rebuilds.structure(_rebuilds.TRAJECTORY_ROW),
+        )
+        return [stamp for _, stamp in stamped]
+
+    def list_activations(
+        self,
+        project_id: str,
+        *,
+        skill: str = "",
+        session_id: str = "",
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[Activation]:
+        """Current activations of a project, newest first; ``since`` bounds their start."""
+        rows = self._rows(
+            queries.LIST_ACTIVATIONS,
+            {
+                "project": project_id,
+                "skill": skill,
+                "session": session_id,
+                "since": _micros(since),
+                "limit": limit,
+            },
+        )
+        return [Activation.model_validate_json(row["record"]) for row in rows]
+
+    def get_activation(self, project_id: str, activation_id: str) -> Activation | None:
+        rows = self._rows(queries.GET_ACTIVATION, {"project": project_id, "id": activation_id})
+        return Activation.model_validate_json(rows[0]["record"]) if rows else None
+
+    def get_trajectory(self, project_id: str, session_id: str) -> str | None:
+        """The session's current ATIF document, as JSON text (None when never rebuilt)."""
+        rows = self._rows(queries.GET_TRAJECTORY, {"project": project_id, "session": session_id})
+        return str(rows[0]["atif"]) if rows else None
+
+    def session_rows(
+        self, project_id: str, session_key: str, *, limit: int = 1_000_000
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Spans and events of a session (a session id, or the trace id of a sessionless
+        trace), every trace that touches it included, in the shape ``list_spans`` returns."""
+        params = {"project": project_id, "session": session_key, "limit": limit}
+        spans = self._rows(queries.SESSION_SPANS, params)
+        return spans, self._rows(queries.SESSION_EVENTS, params)
+
+    def touched_sessions(self, since_us: int) -> list[tuple[str, str, int]]:
+        """``(project_id, session_key, last_ingested_us)`` of every session with rows ingested
+        after ``since_us`` (store clock). The trace finalizer's discovery query, the one read
+        that spans projects: it finds work, it serves no caller."""
+        rows = self._rows(queries.TOUCHED_SESSIONS, {"since": int(since_us)})
+        return [
+            (str(r["project"]), str(r["session_key"]), int(r["last_ingested_us"])) for r in rows
+        ]
+
+    def rebuilt_through(self, project_id: str, session_keys: Sequence[str]) -> dict[str, int]:
+        """Per session, the newest ``ingested_at`` (µs) its latest rebuild had read."""
+        if not session_keys:
+            return {}
+        rows = self._rows(
+            queries.REBUILT_THROUGH, {"project": project_id, "sessions": list(session_keys)}
+        )
+        return {str(r["session_id"]): int(r["through_us"]) for r in rows}
+
+    def list_session_keys(self, project_id: str, *, limit: int = 1_000_000) -> list[str]:
+        """Every session key (session id, else trace id) of a project."""
+        rows = self._rows(queries.LIST_SESSION_KEYS, {"project": project_id, "limit": limit})
+        return [str(r["session_key"]) for r in rows]
+
+
+def _micros(moment: datetime | None) -> int:
+    """A moment as µs since the epoch; naive datetimes are UTC; None is the epoch."""
+    if moment is None:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1_000_000)
 
 
 def _migrations() -> list[tuple[int, str, str]]:

@@ -53,3 +53,178 @@ FROM spans WHERE project_id = {project:String}"""
 COUNT_EVENTS = """
 SELECT count() AS rows, uniqExact(session_id, timestamp, record_id) AS events
 FROM events WHERE project_id = {project:String}"""
+
+# -- rebuilt activations and trajectories (collector/finalizer.py) -------------------------------
+#
+# A session's visible rebuild is the one with its newest trajectory stamp; activation rows of any
+# other stamp are stale (see migration 0004) and every read below filters them out.
+
+# Sessions (a session id, else the trace id) that got span or event rows since a point on the
+# store's clock; a span without a session id joins the session of its trace when another span of
+# that trace names one. Used by the finalizer, the only reader that spans projects.
+TOUCHED_SESSIONS = """
+SELECT t.project_id AS project,
+       if(t.session_id != '', t.session_id,
+          if(ts.trace_session != '', ts.trace_session, t.trace_id)) AS session_key,
+       toUnixTimestamp64Micro(max(t.ingested_at)) AS last_ingested_us
+FROM (
+    SELECT project_id, trace_id, session_id, ingested_at
+    FROM spans
+    WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+    UNION ALL
+    SELECT project_id, trace_id, session_id, ingested_at
+    FROM events
+    WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+) AS t
+LEFT JOIN (
+    SELECT project_id, trace_id, any(session_id) AS trace_session
+    FROM spans
+    WHERE session_id != '' AND trace_id IN (
+        SELECT trace_id FROM spans
+        WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND session_id = ''
+    )
+    GROUP BY project_id, trace_id
+) AS ts ON t.project_id = ts.project_id AND t.trace_id = ts.trace_id
+GROUP BY project, session_key
+HAVING session_key != ''
+ORDER BY last_ingested_us"""
+
+# Every trace id of a session: its own, and those of its spans and events.
+_SESSION_TRACES = """(
+    SELECT trace_id FROM spans
+    WHERE project_id = {project:String} AND session_id = {session:String}
+    UNION DISTINCT
+    SELECT trace_id FROM events
+    WHERE project_id = {project:String} AND session_id = {session:String} AND trace_id != ''
+)"""
+
+SESSION_SPANS = f"""
+SELECT {SPAN_COLUMNS}
+FROM (
+    SELECT * FROM spans
+    WHERE project_id = {{project:String}}
+      AND (session_id = {{session:String}} OR trace_id = {{session:String}}
+           OR trace_id IN {_SESSION_TRACES})
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY trace_id, span_id
+)
+ORDER BY start_time, span_id
+LIMIT {{limit:UInt32}}"""
+
+SESSION_EVENTS = f"""
+SELECT {EVENT_COLUMNS}
+FROM (
+    SELECT * FROM events
+    WHERE project_id = {{project:String}}
+      AND (session_id = {{session:String}} OR trace_id = {{session:String}}
+           OR (trace_id != '' AND trace_id IN {_SESSION_TRACES}))
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY session_id, timestamp, record_id
+)
+ORDER BY time_unix_nano, record_id
+LIMIT {{limit:UInt32}}"""
+
+# Newest first. Candidates are narrowed to ids and stamps before any record is read, so a broad
+# filter never decompresses more than `limit` records.
+LIST_ACTIVATIONS = """
+SELECT record
+FROM activations
+WHERE project_id = {project:String}
+  AND (activation_id, rebuilt_at) IN (
+    SELECT a.activation_id, a.rebuilt_at
+    FROM (
+        SELECT activation_id, session_id, started_at, rebuilt_at
+        FROM activations
+        WHERE project_id = {project:String}
+          AND ({skill:String} = '' OR skill_name = {skill:String})
+          AND ({session:String} = '' OR session_id = {session:String})
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+    ) AS a
+    INNER JOIN (
+        SELECT session_id, max(rebuilt_at) AS stamp
+        FROM trajectories
+        WHERE project_id = {project:String}
+          AND ({session:String} = '' OR session_id = {session:String})
+        GROUP BY session_id
+    ) AS s ON a.session_id = s.session_id AND a.rebuilt_at = s.stamp
+    ORDER BY a.started_at DESC, a.activation_id
+    LIMIT 1 BY a.activation_id
+    LIMIT {limit:UInt32}
+  )
+ORDER BY started_at DESC, activation_id
+LIMIT 1 BY activation_id"""
+
+GET_ACTIVATION = """
+SELECT record
+FROM activations
+WHERE project_id = {project:String}
+  AND activation_id = {id:String}
+  AND (session_id, rebuilt_at) IN (
+    SELECT session_id, max(rebuilt_at)
+    FROM trajectories
+    WHERE project_id = {project:String}
+      AND session_id IN (
+        SELECT session_id FROM activations
+        WHERE project_id = {project:String} AND activation_id = {id:String}
+      )
+    GROUP BY session_id
+  )
+LIMIT 1"""
+
+GET_TRAJECTORY = """
+SELECT atif
+FROM trajectories
+WHERE project_id = {project:String} AND session_id = {session:String}
+ORDER BY rebuilt_at DESC
+LIMIT 1"""
+
+# Sessions whose newest rows were ingested after their newest rebuild read them (or that were
+# never rebuilt): what a finalizer starting up, or a worker, still owes.
+REBUILT_THROUGH = """
+SELECT session_id, toUnixTimestamp64Micro(max(ingested_through)) AS through_us
+FROM trajectories
+WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+GROUP BY session_id"""
+
+# Every session key of a project (for `skillsight rebuild`).
+LIST_SESSION_KEYS = """
+SELECT DISTINCT if(trace_session != '', trace_session, trace_id) AS session_key
+FROM (
+    SELECT max(session_id) AS trace_session, trace_id FROM spans
+    WHERE project_id = {project:String} GROUP BY trace_id
+    UNION ALL
+    SELECT session_id AS trace_session, trace_id FROM events WHERE project_id = {project:String}
+)
+WHERE session_key != ''
+ORDER BY session_key
+LIMIT {limit:UInt32}"""
+
+# -- the skill catalogue (migration 0003) ---------------------------------------------------------
+
+_SKILL_COLUMNS = """
+    name, version, description, allowed_tools, allowed_tools_declared, scripts, source_uri,
+    toUnixTimestamp64Micro(scanned_at) AS scanned_at_us"""
+
+# Every (name, version) of a project's catalogue, newest scan first within a name.
+LIST_SKILLS = f"""
+SELECT {_SKILL_COLUMNS}
+FROM (
+    SELECT * FROM skills
+    WHERE project_id = {{project:String}} AND ({{name:String}} = '' OR name = {{name:String}})
+    ORDER BY scanned_at DESC
+    LIMIT 1 BY name, version
+)
+ORDER BY name, scanned_at_us DESC, version
+LIMIT {{limit:UInt32}}"""
+
+# The most recently scanned version of each skill, with its procedure and frontmatter: the
+# contract an activation is judged against when its own version is unknown.
+SKILL_CONTRACTS = f"""
+SELECT {_SKILL_COLUMNS}, body, frontmatter
+FROM (
+    SELECT * FROM skills
+    WHERE project_id = {{project:String}}
+    ORDER BY scanned_at DESC, version
+    LIMIT 1 BY name
+)
+ORDER BY name"""
