@@ -9,17 +9,24 @@ from skillsight.errors import SkillError
 from skillsight.skills._allowed_tools import AllowedTools, PatternProblem, ToolRule, Verdict
 from skillsight.skills._discovery import find_skill_dir, skill_roots
 from skillsight.skills._manifest import SkillManifest, load_skill
+from skillsight.skills._scan import ScanReport, find_skill_files, scan
+from skillsight.skills._validate import Violation, validate
 from skillsight.skills._version import skill_version
 
 __all__ = [
     "AllowedTools",
     "PatternProblem",
+    "ScanReport",
     "SkillError",
     "SkillManifest",
     "ToolRule",
     "Verdict",
+    "Violation",
     "find_skill_dir",
+    "find_skill_files",
     "load_skill",
     "skill_roots",
+    "scan",
     "skill_version",
+    "validate",
 ]

@@ -30,6 +30,8 @@ class Frontmatter:
     data: dict[str, Any]
     body: str
     key_lines: dict[str, int] = field(default_factory=dict)
+    body_line: int = 1
+    """Line of SKILL.md on which the body starts."""
 
 
 def split_frontmatter(text: str) -> Frontmatter:
@@ -73,4 +75,9 @@ def split_frontmatter(text: str) -> Frontmatter:
                 # +2: one for 1-based lines, one for the opening '---'
                 key_lines[str(key_node.value)] = key_node.start_mark.line + 2
     body = "".join(lines[end + 1 :])
-    return Frontmatter(data={str(k): v for k, v in data.items()}, body=body, key_lines=key_lines)
+    return Frontmatter(
+        data={str(k): v for k, v in data.items()},
+        body=body,
+        key_lines=key_lines,
+        body_line=end + 2,
+    )
