@@ -13,7 +13,7 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 
-from skillsight.api.models import EventOut, SpanOut, event_out, span_out
+from skillsight.api.models import EventOut, SkillOut, SpanOut, event_out, span_out
 from skillsight.collector.receivers import otlp_http_routes
 from skillsight.collector.service import Collector
 from skillsight.collector.store import Store, open_store
@@ -124,6 +124,16 @@ def create_app(
             limit=limit,
         )
         return [event_out(r) for r in rows]
+
+    @app.get("/api/v1/skills", response_model=list[SkillOut], tags=["skills"])
+    async def skills(
+        project_id: ProjectId,
+        name: Annotated[str, Query(max_length=256)] = "",
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    ) -> list[SkillOut]:
+        """The project's skill catalogue: every recorded version, newest scan first per skill."""
+        rows = await asyncio.to_thread(holder.store.list_skills, project_id, name, limit=limit)
+        return [SkillOut(**row) for row in rows]
 
     # OTLP/HTTP is served on the API port too, so one URL is enough for small set-ups.
     for route in otlp_http_routes(_CollectorProxy(holder)):  # type: ignore[arg-type]

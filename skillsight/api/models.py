@@ -168,3 +168,17 @@ def event_out(row: dict[str, Any]) -> EventOut:
         time_unix_nano=int(row["time_unix_nano"]),
         tokens=_tokens(row),
     )
+
+
+class SkillOut(BaseModel):
+    """One recorded version of a skill in the catalogue (``skillsight skills scan --store``)."""
+
+    name: str
+    version: str = Field(description="SHA-256 of the skill folder's content")
+    description: str
+    allowed_tools: list[str] | None = Field(
+        description="declared allowed-tools patterns; null when none are declared (unconstrained)"
+    )
+    scripts: list[str]
+    source_uri: str
+    scanned_at: str = Field(description="ISO 8601, UTC")

@@ -114,7 +114,7 @@ class _Checker:
         self.found: list[Violation] = []
 
     def report(self, rule: str, message: str, key: str | None = None) -> None:
-        line = self.parsed.key_lines.get(key, 2) if key else None
+        line = self.parsed.key_lines.get(key, 1) if key else None
         self.found.append(Violation(self.file, rule, message, line))
 
     def run(self) -> list[Violation]:
