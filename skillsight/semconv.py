@@ -56,3 +56,17 @@ OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
 
 # --- OpenTelemetry resource ------------------------------------------------------------------
 SERVICE_NAME: Final = "service.name"
+
+# --- emitted by skillsight.instrumentation -----------------------------------------------------
+ERROR_TYPE: Final = "error.type"
+OPENINFERENCE_KIND_AGENT: Final = "AGENT"
+OPENINFERENCE_KIND_CHAIN: Final = "CHAIN"
+# skillsight.activation.trigger values: what started an activation
+TRIGGER_SKILL_TOOL: Final = "skill_tool"
+TRIGGER_READ_SKILL_MD: Final = "read_skill_md"
+TRIGGER_LOAD_SKILL_TOOL: Final = "load_skill_tool"
+TRIGGER_MANUAL: Final = "manual"
+# gen_ai.provider.name of the Claude Agent SDK's model calls
+PROVIDER_ANTHROPIC: Final = "anthropic"
+SKILLSIGHT_MODEL_USAGE: Final = "skillsight.model_usage"
+"""JSON object of per-model usage and cost reported at the end of a Claude Agent SDK run."""

@@ -1,0 +1,46 @@
+"""In-process instrumentation: skill-activation spans with the tool calls of the skill nested.
+
+Base install only (OpenTelemetry API/SDK/exporter and PyYAML); the SDKs it wraps are imported
+when their instrumentor is used.
+
+- :func:`configure` — export to skillsight over OTLP, with content-capture settings;
+- :class:`ClaudeAgentSDKInstrumentor` — ``claude-agent-sdk`` (``query()`` and ``ClaudeSDKClient``);
+- the manual API for any other agent: :func:`agent_session`, :func:`skill_activation`,
+  :func:`tool_call`, :func:`record_tool_call`, :func:`record_llm_call`.
+"""
+
+from __future__ import annotations
+
+from skillsight.instrumentation._config import configure, shutdown
+from skillsight.instrumentation._content import ContentPolicy
+from skillsight.instrumentation._guard import STRICT_ENV
+from skillsight.instrumentation._manual import (
+    AgentSession,
+    SkillActivation,
+    ToolCall,
+    agent_session,
+    record_llm_call,
+    record_tool_call,
+    skill_activation,
+    tool_call,
+)
+from skillsight.instrumentation._spans import SkillInfo, Usage
+from skillsight.instrumentation.claude_agent_sdk import ClaudeAgentSDKInstrumentor
+
+__all__ = [
+    "STRICT_ENV",
+    "AgentSession",
+    "ClaudeAgentSDKInstrumentor",
+    "ContentPolicy",
+    "SkillActivation",
+    "SkillInfo",
+    "ToolCall",
+    "Usage",
+    "agent_session",
+    "configure",
+    "record_llm_call",
+    "record_tool_call",
+    "shutdown",
+    "skill_activation",
+    "tool_call",
+]
