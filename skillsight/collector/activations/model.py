@@ -23,7 +23,9 @@ def activation_id(trace_or_session: str, start_call_id: str) -> str:
 
 
 class Tokens(BaseModel):
-    input: int = 0
+    input: int = Field(
+        default=0, description="prompt tokens neither read from nor written to cache"
+    )
     output: int = 0
     cache_read: int = 0
     cache_creation: int = 0
@@ -76,6 +78,18 @@ class Activation(BaseModel):
         description="tool call id (or span id / event record id) that started the activation"
     )
     trigger_step_id: int | None = None
+    mechanism: str = Field(
+        default="",
+        description="how the skill was loaded (a Trigger value); differs from trigger only for "
+        "'subagent', where it says how the subagent loaded it ('preloaded' when it never did)",
+    )
+    decision_call_id: str = Field(
+        default="",
+        description="the call that decided: the trigger call, or the Task/Agent call of a subagent",
+    )
+    trajectory_id: str = Field(
+        default="", description="the (sub)trajectory whose steps the step ids refer to"
+    )
     agent: str = ""
     subagent: str = Field(default="", description="agent type when run inside a subagent")
     parent_activation_id: str = Field(default="", description="set when nested in another")

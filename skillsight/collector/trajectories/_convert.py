@@ -1,0 +1,152 @@
+"""An agent draft → an ATIF-v1.7 trajectory (subagents embedded, metrics summed)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from skillsight.collector.trajectories import atif
+from skillsight.collector.trajectories._draft import AgentDraft, CallDraft, StepDraft, Usage
+
+
+def iso(ns: int) -> str:
+    """ISO 8601 in UTC with microseconds, the one timestamp format of trajectories."""
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC).replace(
+        microsecond=(ns % 1_000_000_000) // 1000
+    )
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def to_atif(draft: AgentDraft) -> atif.Trajectory:
+    subagents: list[atif.Trajectory] = []
+    steps = [_step(index + 1, step, subagents) for index, step in enumerate(draft.steps)]
+    totals = Usage()
+    for step in draft.steps:
+        if step.usage is not None:
+            totals.add(step.usage)
+    if totals.empty and "total_usage" in draft.extra:
+        totals = draft.extra["total_usage"]
+    final_extra: dict[str, Any] = {}
+    if draft.side_requests:
+        totals.add(draft.side_usage)
+        final_extra["side_requests"] = draft.side_requests
+    if totals.cache_creation:
+        final_extra["total_cache_creation_tokens"] = totals.cache_creation
+    for sub in subagents:
+        fm = sub.final_metrics
+        if fm is not None:
+            totals.add(
+                Usage(
+                    fm.total_prompt_tokens or 0,
+                    fm.total_completion_tokens or 0,
+                    fm.total_cached_tokens or 0,
+                    int((fm.extra or {}).get("total_cache_creation_tokens", 0)),
+                    fm.total_cost_usd,
+                )
+            )
+    extra: dict[str, Any] = {"source_convention": draft.source, "trace_ids": draft.trace_ids}
+    if draft.visible_skills:
+        extra["visible_skills"] = draft.visible_skills
+    if draft.activation_spans:
+        extra["skill_activations"] = draft.activation_spans
+    if draft.skill_events:
+        extra["skill_events"] = draft.skill_events
+    extra.update({k: v for k, v in draft.extra.items() if k != "total_usage"})
+    return atif.Trajectory(
+        session_id=draft.session_id,
+        trajectory_id=draft.trajectory_id,
+        agent=atif.Agent(
+            name=draft.name or draft.source or "agent",
+            version=draft.version or "unknown",
+            model_name=draft.model or None,
+        ),
+        steps=steps,
+        notes=" ".join(dict.fromkeys(draft.notes)) or None,
+        final_metrics=atif.FinalMetrics(
+            total_prompt_tokens=totals.prompt,
+            total_completion_tokens=totals.completion,
+            total_cached_tokens=totals.cache_read,
+            total_cost_usd=round(totals.cost_usd, 10) if totals.cost_usd is not None else None,
+            total_steps=len(steps),
+            extra=final_extra or None,
+        ),
+        extra=extra,
+        subagent_trajectories=subagents or None,
+    )
+
+
+def _step(step_id: int, step: StepDraft, subagents: list[atif.Trajectory]) -> atif.Step:
+    extra: dict[str, Any] = dict(step.extra)
+    if step.span_id:
+        extra["span_id"] = step.span_id
+    if step.end_ns > step.time_ns:
+        extra["ended_at"] = iso(step.end_ns)
+    if not step.message_logged:
+        extra["message_logged"] = False
+    common: dict[str, Any] = {
+        "step_id": step_id,
+        "timestamp": iso(step.time_ns) if step.time_ns else None,
+        "source": step.source,
+        "message": step.message,
+    }
+    if step.source != "agent":
+        return atif.Step(**common, extra=extra or None)
+    calls = [_call(call) for call in step.calls]
+    results = [_result(call, subagents) for call in step.calls]
+    metrics = None
+    if step.usage is not None:
+        metrics = atif.Metrics(
+            prompt_tokens=step.usage.prompt,
+            completion_tokens=step.usage.completion,
+            cached_tokens=step.usage.cache_read,
+            cost_usd=step.usage.cost_usd,
+            extra={"cache_creation_tokens": step.usage.cache_creation},
+        )
+    return atif.Step(
+        **common,
+        model_name=step.model or None,
+        tool_calls=calls or None,
+        observation=atif.Observation(results=results) if results else None,
+        metrics=metrics,
+        llm_call_count=step.llm_calls or None,
+        extra=extra or None,
+    )
+
+
+def _call(call: CallDraft) -> atif.ToolCall:
+    extra: dict[str, Any] = {k: v for k, v in call.extra.items() if not k.startswith("_")}
+    if call.span_id:
+        extra["span_id"] = call.span_id
+        extra["trace_id"] = call.trace_id
+    if call.start_ns:
+        extra["started_at"] = iso(call.start_ns)
+        extra["duration_ms"] = round(max(0, call.end_ns - call.start_ns) / 1e6, 3)
+    if call.sources:
+        extra["sources"] = sorted(set(call.sources))
+    if call.arguments is None:
+        extra["arguments_logged"] = False
+    return atif.ToolCall(
+        tool_call_id=call.call_id,
+        function_name=call.name,
+        arguments=call.arguments or {},
+        extra=extra or None,
+    )
+
+
+def _result(call: CallDraft, subagents: list[atif.Trajectory]) -> atif.ObservationResult:
+    extra: dict[str, Any] = {}
+    if call.is_error:
+        extra["is_error"] = True
+    if call.result is None:
+        extra["output_logged"] = False
+    refs = None
+    if call.subagent is not None:
+        sub = to_atif(call.subagent)
+        subagents.append(sub)
+        refs = [atif.SubagentTrajectoryRef(trajectory_id=sub.trajectory_id)]
+    return atif.ObservationResult(
+        source_call_id=call.call_id,
+        content=call.result,
+        subagent_trajectory_ref=refs,
+        extra=extra or None,
+    )

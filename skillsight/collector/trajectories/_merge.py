@@ -1,0 +1,131 @@
+"""Combining drafts of one session from several sources, and carving out subagent runs."""
+
+from __future__ import annotations
+
+from skillsight.collector.trajectories._draft import (
+    SUBAGENT_TOOLS,
+    AgentDraft,
+    CallDraft,
+    StepDraft,
+    Usage,
+)
+
+
+def merge(primary: AgentDraft, other: AgentDraft) -> None:
+    """Fill what ``primary`` lacks from ``other``; never add a second copy of a call."""
+    theirs = {call.call_id: call for call in _all_calls(other)}
+    for call in _all_calls(primary):
+        twin = theirs.get(call.call_id)
+        if twin is None:
+            continue
+        if call.arguments is None:
+            call.arguments = twin.arguments
+        if call.result is None:
+            call.result = twin.result
+        call.is_error = call.is_error or twin.is_error
+        for key, value in twin.extra.items():
+            call.extra.setdefault(key, value)
+        if twin.span_id and twin.span_id != call.span_id:
+            call.extra.setdefault("other_spans", []).append(
+                {"source": other.source, "span_id": twin.span_id, "trace_id": twin.trace_id}
+            )
+        call.sources.extend(s for s in twin.sources if s not in call.sources)
+    known = {skill["name"] for skill in primary.visible_skills}
+    primary.visible_skills += [s for s in other.visible_skills if s["name"] not in known]
+    primary.trace_ids += [t for t in other.trace_ids if t not in primary.trace_ids]
+    if not primary.version:
+        primary.version = other.version
+    if not primary.model:
+        primary.model = other.model
+    _fill_request(primary, other)
+    if all(step.usage is None for step in primary.steps) and "total_usage" not in primary.extra:
+        totals = _usage_of(other)
+        if not totals.empty:
+            primary.extra["total_usage"] = totals
+    primary.extra.setdefault("merged_sources", []).append(other.source)
+
+
+def _all_calls(draft: AgentDraft) -> list[CallDraft]:
+    out: list[CallDraft] = []
+    for call in draft.calls():
+        out.append(call)
+        if call.subagent is not None:
+            out.extend(_all_calls(call.subagent))
+    return out
+
+
+def _fill_request(primary: AgentDraft, other: AgentDraft) -> None:
+    mine = next((s for s in primary.steps if s.source == "user"), None)
+    theirs = next((s for s in other.steps if s.source == "user" and s.message_logged), None)
+    if mine is not None and not mine.message_logged and theirs is not None:
+        mine.message, mine.message_logged = theirs.message, True
+        mine.extra["message_from"] = other.source
+
+
+def _usage_of(draft: AgentDraft) -> Usage:
+    totals = Usage()
+    for step in draft.steps:
+        if step.usage is not None:
+            totals.add(step.usage)
+    if totals.empty and "total_usage" in draft.extra:
+        totals.add(draft.extra["total_usage"])
+    totals.add(draft.side_usage)
+    return totals
+
+
+def nest_subagents(draft: AgentDraft) -> None:
+    """Move what ran inside a ``Task``/``Agent`` call's time window into its own draft.
+
+    Sources with a real agent hierarchy (GenAI ``invoke_agent`` spans) nest while reading; the
+    flat ones (Claude Code native, the SDK instrumentors) are carved here: a subagent blocks its
+    caller, so what started after the delegating call and before it returned is the subagent's.
+    """
+    for step in list(draft.steps):
+        for call in step.calls:
+            if (
+                call.name in SUBAGENT_TOOLS
+                and call.subagent is None
+                and call.end_ns > call.start_ns
+            ):
+                _carve(draft, step, call)
+
+
+def _carve(draft: AgentDraft, owner: StepDraft, task: CallDraft) -> None:
+    def inside(ns: int) -> bool:
+        return task.start_ns < ns < task.end_ns
+
+    moved: list[StepDraft] = []
+    kept: list[StepDraft] = []
+    for step in draft.steps:
+        if step is not owner and step.time_ns and inside(step.time_ns):
+            moved.append(step)
+            continue
+        stray = [c for c in step.calls if c is not task and c.start_ns and inside(c.start_ns)]
+        if stray:
+            step.calls = [c for c in step.calls if c not in stray]
+            for call in stray:
+                orphan = StepDraft(source="agent", time_ns=call.start_ns, calls=[call])
+                orphan.message_logged = False
+                moved.append(orphan)
+        kept.append(step)
+    if not moved:
+        return
+    draft.steps = kept
+    arguments = task.arguments or {}
+    agent_type = str(arguments.get("subagent_type") or arguments.get("agent") or "subagent")
+    sub = AgentDraft(
+        session_id=draft.session_id,
+        trajectory_id=f"{draft.trajectory_id}/{task.call_id}",
+        source=draft.source,
+        name=agent_type,
+        version=draft.version,
+        model=draft.model,
+        trace_ids=list(draft.trace_ids),
+    )
+    prompt = arguments.get("prompt")
+    if isinstance(prompt, str):
+        sub.steps.append(StepDraft(source="user", time_ns=task.start_ns, message=prompt))
+    sub.steps += sorted(moved, key=lambda s: s.time_ns)
+    sub.extra["parent_tool_call_id"] = task.call_id
+    task.subagent = sub
+    nest_subagents(sub)

@@ -1,0 +1,64 @@
+"""Helpers shared by the readers of SDK instrumentors (OpenInference, traceAI).
+
+They see the agent through the Claude Agent SDK's message stream, which splits one API response
+into one message per content block, and shows a skill's injected body as an assistant message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from skillsight.collector.trajectories._draft import CallDraft, StepDraft
+
+# Claude Code injects a skill's SKILL.md body after the Skill call with this first line.
+SKILL_BODY_PREFIX = "Base directory for this skill:"
+
+# Claude Code's catalogue message, which some transcripts keep as a system message.
+_CATALOGUE_HEAD = re.compile(r"The following skills are available", re.IGNORECASE)
+_CATALOGUE_LINE = re.compile(r"^\s*[-*]\s+([A-Za-z0-9_.:/-]+)\s*:\s*(.*?)\s*$")
+
+
+def visible_skills(text: str) -> list[dict[str, str]]:
+    """``[{name, description}]`` listed in a skill catalogue message, else ``[]``."""
+    if not _CATALOGUE_HEAD.search(text):
+        return []
+    found: list[dict[str, str]] = []
+    for line in text.splitlines():
+        match = _CATALOGUE_LINE.match(line)
+        if match:
+            found.append({"name": match.group(1), "description": match.group(2)})
+    return found
+
+
+def tool_output(text: str) -> str:
+    """What the model read from a tool: the SDK wraps Bash output as ``{"stdout", "stderr"}``."""
+    if not text.startswith("{"):
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    if isinstance(value, dict) and isinstance(value.get("stdout"), str):
+        stderr = value.get("stderr")
+        out: str = value["stdout"]
+        return f"{out}\n{stderr}" if isinstance(stderr, str) and stderr else out
+    return text
+
+
+def attach_call(steps: list[StepDraft], call: CallDraft) -> None:
+    """Add a tool call to the current agent step, or open one.
+
+    A call joins the step when the step has text but no call yet (text, then tool use, of one
+    response) or when it overlaps the step's last call in time (parallel calls of one response).
+    """
+    current = steps[-1] if steps and steps[-1].source == "agent" else None
+    if current is not None and not current.calls and not current.extra.get("closed"):
+        current.calls.append(call)
+        return
+    if current is not None and current.calls:
+        last = current.calls[-1]
+        if call.start_ns and last.end_ns and call.start_ns < last.end_ns:
+            current.calls.append(call)
+            return
+    steps.append(StepDraft(source="agent", time_ns=call.start_ns, calls=[call]))

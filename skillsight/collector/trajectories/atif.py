@@ -1,0 +1,218 @@
+"""ATIF-v1.7 (Harbor's Agent Trajectory Interchange Format, RFC 0001) as pydantic models.
+
+Every model forbids unknown keys, so a document that parses is a document another ATIF reader
+accepts; custom data goes in the ``extra`` objects the format provides. :func:`dump` is the one
+serialisation: ``None`` is always left out, so export → parse → export is the identity.
+
+Rules checked beyond field types (DESIGN.md, *ATIF*):
+
+- step ids run 1, 2, 3 … in order;
+- tool-call ids are unique within a step, and every ``observation.results[].source_call_id``
+  names a tool call of the same step;
+- agent-only fields (``model_name``, ``reasoning_effort``, ``reasoning_content``, ``tool_calls``,
+  ``metrics``, ``llm_call_count``) appear only on ``source="agent"`` steps;
+- embedded subagent trajectories carry unique ``trajectory_id`` values, and every
+  ``subagent_trajectory_ref`` of the document resolves to one of them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from skillsight.errors import SkillsightError
+
+SCHEMA_VERSION: Literal["ATIF-v1.7"] = "ATIF-v1.7"
+
+StepSource = Literal["system", "user", "agent"]
+
+_AGENT_ONLY = (
+    "model_name",
+    "reasoning_effort",
+    "reasoning_content",
+    "tool_calls",
+    "metrics",
+    "llm_call_count",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolCall(_Strict):
+    tool_call_id: str = Field(min_length=1)
+    function_name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, Any] | None = None
+
+
+class SubagentTrajectoryRef(_Strict):
+    trajectory_id: str | None = None
+    trajectory_path: str | None = None
+    session_id: str | None = None
+    extra: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _resolvable(self) -> Self:
+        if not self.trajectory_id and not self.trajectory_path:
+            raise ValueError("a subagent_trajectory_ref needs trajectory_id or trajectory_path")
+        return self
+
+
+class ObservationResult(_Strict):
+    source_call_id: str | None = None
+    content: str | None = None
+    subagent_trajectory_ref: list[SubagentTrajectoryRef] | None = None
+    extra: dict[str, Any] | None = None
+
+
+class Observation(_Strict):
+    results: list[ObservationResult]
+
+
+class Metrics(_Strict):
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    cached_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    extra: dict[str, Any] | None = None
+
+
+class FinalMetrics(_Strict):
+    total_prompt_tokens: int | None = Field(default=None, ge=0)
+    total_completion_tokens: int | None = Field(default=None, ge=0)
+    total_cached_tokens: int | None = Field(default=None, ge=0)
+    total_cost_usd: float | None = Field(default=None, ge=0)
+    total_steps: int | None = Field(default=None, ge=0)
+    extra: dict[str, Any] | None = None
+
+
+class Agent(_Strict):
+    name: str = Field(min_length=1)
+    version: str
+    model_name: str | None = None
+    tool_definitions: list[dict[str, Any]] | None = None
+    extra: dict[str, Any] | None = None
+
+
+class Step(_Strict):
+    step_id: int = Field(ge=1)
+    timestamp: str | None = None
+    source: StepSource
+    model_name: str | None = None
+    reasoning_effort: str | float | None = None
+    message: str
+    reasoning_content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    observation: Observation | None = None
+    metrics: Metrics | None = None
+    is_copied_context: bool | None = None
+    llm_call_count: int | None = Field(default=None, ge=0)
+    extra: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.source != "agent":
+            present = [name for name in _AGENT_ONLY if getattr(self, name) is not None]
+            if present:
+                raise ValueError(
+                    f"step {self.step_id}: {', '.join(present)} only allowed on agent steps "
+                    f"(source is {self.source!r})"
+                )
+        ids = [call.tool_call_id for call in self.tool_calls or ()]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"step {self.step_id}: duplicate tool_call_id in {ids}")
+        if self.observation is not None:
+            known = set(ids)
+            for result in self.observation.results:
+                if result.source_call_id is not None and result.source_call_id not in known:
+                    raise ValueError(
+                        f"step {self.step_id}: observation source_call_id "
+                        f"{result.source_call_id!r} is not a tool call of this step"
+                    )
+        return self
+
+
+class Trajectory(_Strict):
+    schema_version: Literal["ATIF-v1.7"] = SCHEMA_VERSION
+    session_id: str | None = None
+    trajectory_id: str | None = None
+    agent: Agent
+    steps: list[Step]
+    notes: str | None = None
+    final_metrics: FinalMetrics | None = None
+    continued_trajectory_ref: str | None = None
+    extra: dict[str, Any] | None = None
+    subagent_trajectories: list[Trajectory] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        for index, step in enumerate(self.steps):
+            if step.step_id != index + 1:
+                raise ValueError(
+                    f"steps[{index}].step_id is {step.step_id}; step ids run from 1 in order"
+                )
+        embedded: set[str] = set()
+        for index, sub in enumerate(self.subagent_trajectories or ()):
+            if not sub.trajectory_id:
+                raise ValueError(f"subagent_trajectories[{index}] needs a trajectory_id")
+            if sub.trajectory_id in embedded:
+                raise ValueError(f"subagent trajectory_id {sub.trajectory_id!r} is not unique")
+            embedded.add(sub.trajectory_id)
+        for step in self.steps:
+            for result in step.observation.results if step.observation else ():
+                for ref in result.subagent_trajectory_ref or ():
+                    if ref.trajectory_path is None and ref.trajectory_id not in embedded:
+                        raise ValueError(
+                            f"step {step.step_id}: subagent_trajectory_ref "
+                            f"{ref.trajectory_id!r} matches no embedded subagent trajectory"
+                        )
+        return self
+
+
+def dump(trajectory: Trajectory) -> dict[str, Any]:
+    """The document as JSON-ready data (``None`` left out, everywhere, always)."""
+    return trajectory.model_dump(mode="json", exclude_none=True)
+
+
+def dumps(trajectory: Trajectory, *, indent: int | None = None) -> str:
+    return json.dumps(dump(trajectory), ensure_ascii=False, indent=indent)
+
+
+class TrajectoryError(SkillsightError, ValueError):
+    """A document is not valid ATIF-v1.7; the message names the rule and where it broke."""
+
+
+def parse(document: str | bytes | dict[str, Any]) -> Trajectory:
+    """Validate an ATIF document (JSON text or parsed data)."""
+    try:
+        if isinstance(document, dict):
+            return Trajectory.model_validate(document)
+        return Trajectory.model_validate_json(document)
+    except ValidationError as exc:
+        raise TrajectoryError(f"not a valid ATIF-v1.7 trajectory: {exc}") from exc
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Agent",
+    "FinalMetrics",
+    "Metrics",
+    "Observation",
+    "ObservationResult",
+    "Step",
+    "StepSource",
+    "SubagentTrajectoryRef",
+    "ToolCall",
+    "Trajectory",
+    "TrajectoryError",
+    "dump",
+    "dumps",
+    "parse",
+]
