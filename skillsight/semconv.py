@@ -70,3 +70,15 @@ TRIGGER_MANUAL: Final = "manual"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 SKILLSIGHT_MODEL_USAGE: Final = "skillsight.model_usage"
 """JSON object of per-model usage and cost reported at the end of a Claude Agent SDK run."""
+
+# --- emitted by the OpenAI Agents SDK tracing processor ----------------------------------------
+# gen_ai.provider.name of the OpenAI Agents SDK's model calls
+PROVIDER_OPENAI: Final = "openai"
+SKILLSIGHT_AGENT_TOOLS: Final = "skillsight.agent.tools"
+"""JSON list of the tool names an agent was given."""
+SKILLSIGHT_AGENT_HANDOFFS: Final = "skillsight.agent.handoffs"
+"""JSON list of the agents an agent may hand off to."""
+SKILLSIGHT_SOURCE_SPAN_TYPE: Final = "skillsight.source.span_type"
+"""The instrumented SDK's own type of a span kept as is (``custom``, ``handoff``, ``guardrail``…)."""
+SKILLSIGHT_SOURCE_SPAN_DATA: Final = "skillsight.source.span_data"
+"""JSON of the instrumented SDK's data for a span kept as is."""
