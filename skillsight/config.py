@@ -87,6 +87,11 @@ class Settings:
     batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
+    fast_path: bool = _setting(
+        True,
+        "bool",
+        "let ClickHouse parse OTLP/protobuf trace requests itself (embedded store only)",
+    )
 
     def __post_init__(self) -> None:
         if self.api_keys is None:

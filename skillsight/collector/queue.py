@@ -20,16 +20,36 @@ from skillsight.errors import Overloaded
 
 @dataclass(frozen=True)
 class Batch:
+    """Rows the Python decoder made, as an Arrow table of raw columns."""
+
     signal: str  # "traces" | "logs"
     table: pa.Table
 
+    @property
+    def rows(self) -> int:
+        return int(self.table.num_rows)
+
+
+@dataclass(frozen=True)
+class RawTraces:
+    """An OTLP/protobuf trace request kept as sent, for ClickHouse to parse (the fast path)."""
+
+    project_id: str
+    body: bytes
+    rows: int  # spans in the request
+    entries: bool  # some span has events or links
+    signal: str = "traces"
+
+
+Item = Batch | RawTraces
+
 
 class WriteQueue:
-    """Row-bounded FIFO of Arrow batches. Thread-safe."""
+    """Row-bounded FIFO of batches (Arrow tables or raw requests). Thread-safe."""
 
     def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows
-        self._items: deque[Batch] = deque()
+        self._items: deque[Item] = deque()
         self._queued_rows = 0  # waiting to be taken
         self._held_rows = 0  # queued + taken but not yet committed
         self._closed = False
@@ -41,8 +61,8 @@ class WriteQueue:
     def held_rows(self) -> int:
         return self._held_rows
 
-    def offer(self, batch: Batch, retry_after_s: float = 1.0) -> None:
-        rows = batch.table.num_rows
+    def offer(self, batch: Item, retry_after_s: float = 1.0) -> None:
+        rows = batch.rows
         with self._cond:
             if self._closed:
                 self.refused_requests += 1
@@ -59,7 +79,7 @@ class WriteQueue:
             self.accepted_rows += rows
             self._cond.notify_all()
 
-    def take(self, max_rows: int, wait_s: float) -> list[Batch]:
+    def take(self, max_rows: int, wait_s: float) -> list[Item]:
         """Up to ``max_rows`` rows of batches; waits ``wait_s`` for a full batch to gather."""
         deadline = time.monotonic() + wait_s
         with self._cond:
@@ -68,11 +88,11 @@ class WriteQueue:
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            taken: list[Batch] = []
+            taken: list[Item] = []
             rows = 0
-            while self._items and (not taken or rows + self._items[0].table.num_rows <= max_rows):
+            while self._items and (not taken or rows + self._items[0].rows <= max_rows):
                 batch = self._items.popleft()
-                rows += batch.table.num_rows
+                rows += batch.rows
                 taken.append(batch)
             self._queued_rows -= rows
             return taken

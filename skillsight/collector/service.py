@@ -8,9 +8,10 @@ from types import TracebackType
 import pyarrow as pa
 
 from skillsight.collector import otlp
-from skillsight.collector.queue import Batch, WriteQueue
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import Store
+from skillsight.collector.fastpath import MIN_VALUE_CHARS, FastTraceWriter, screen
+from skillsight.collector.queue import Batch, RawTraces, WriteQueue
+from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA, span_columns
+from skillsight.collector.store import EmbeddedStore, Store
 from skillsight.collector.writer import BatchWriter
 from skillsight.config import Settings
 from skillsight.errors import DecodeError, PayloadTooLarge
@@ -30,15 +31,27 @@ class Collector:
             max_value_chars=settings.max_attribute_bytes, max_depth=settings.max_attribute_depth
         )
         self.queue = WriteQueue(settings.queue_max_rows)
+        # ClickHouse reads the fast path's requests from a local file: the embedded store only.
+        self.fast = (
+            FastTraceWriter(store, self.limits)
+            if settings.fast_path
+            and isinstance(store, EmbeddedStore)
+            and self.limits.max_value_chars >= MIN_VALUE_CHARS
+            else None
+        )
         self.writer = BatchWriter(
             store,
             self.queue,
             batch_max_rows=settings.batch_max_rows,
             flush_interval_s=settings.flush_interval_s,
+            fast=self.fast,
+            limits=self.limits,
         )
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Collector:
+        if self.fast is not None:
+            self._stack.callback(self.fast.close)
         await self._stack.enter_async_context(self.writer)
         return self
 
@@ -70,6 +83,16 @@ class Collector:
                 "(SKILLSIGHT_MAX_REQUEST_BYTES)"
             )
         raw = otlp.decompress(body, content_encoding, self.settings.max_decompressed_bytes)
+        retry_after = 1.0 if self.writer.healthy else 5.0
+        if self.fast is not None and signal == otlp.TRACES and encoding == otlp.PROTOBUF:
+            # Requests the Python decoder would keep whole go to ClickHouse as sent; the rest
+            # (ids to reject, bytes to salvage) take the Python path below, which says why.
+            screened = screen(raw)
+            if screened is not None:
+                self.queue.offer(
+                    RawTraces(project_id, raw, screened.spans, screened.entries), retry_after
+                )
+                return otlp.Decoded(signal, span_columns(), whole=screened.spans)
         decoded = otlp.decode(signal, raw, encoding, project_id, self.limits)
         if decoded.accepted:
             schema = SPAN_SCHEMA if signal == otlp.TRACES else EVENT_SCHEMA
@@ -77,7 +100,6 @@ class Collector:
                 table = decoded.columns.to_arrow(schema)
             except (pa.ArrowException, UnicodeError, OverflowError) as exc:
                 raise DecodeError(f"request holds values that cannot be stored: {exc}") from exc
-            retry_after = 1.0 if self.writer.healthy else 5.0
             self.queue.offer(Batch(signal, table), retry_after)
         return decoded
 
@@ -86,6 +108,7 @@ class Collector:
             "store": self.store.kind,
             "writer_healthy": self.writer.healthy,
             "queue_rows": self.queue.held_rows,
+            "fast_path": self.fast is not None,
             "queue_capacity": self.queue.max_rows,
             "written_spans": self.writer.written["traces"],
             "written_events": self.writer.written["logs"],

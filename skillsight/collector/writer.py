@@ -15,7 +15,10 @@ from types import TracebackType
 
 import pyarrow as pa
 
-from skillsight.collector.queue import Batch, WriteQueue
+from skillsight.collector import otlp
+from skillsight.collector.fastpath import FastTraceWriter
+from skillsight.collector.queue import Batch, Item, RawTraces, WriteQueue
+from skillsight.collector.rows import SPAN_SCHEMA
 from skillsight.collector.store import Store
 from skillsight.errors import StoreError
 
@@ -33,8 +36,12 @@ class BatchWriter:
         batch_max_rows: int,
         flush_interval_s: float,
         drain_timeout_s: float = 60.0,
+        fast: FastTraceWriter | None = None,
+        limits: otlp.Limits | None = None,
     ) -> None:
         self.store = store
+        self.fast = fast
+        self.limits = limits or otlp.Limits()
         self.queue = queue
         self.batch_max_rows = batch_max_rows
         self.flush_interval_s = flush_interval_s
@@ -82,13 +89,19 @@ class BatchWriter:
             elif self.queue.closed and self.queue.empty():
                 return
 
-    def _write(self, batches: list[Batch]) -> None:
-        rows = sum(b.table.num_rows for b in batches)
+    def _write(self, batches: list[Item]) -> None:
+        rows = sum(b.rows for b in batches)
         by_signal: dict[str, list[pa.Table]] = {}
+        raw = [b for b in batches if isinstance(b, RawTraces)]
+        if raw:
+            by_signal["traces"] = self._write_raw(raw)
         for batch in batches:
-            by_signal.setdefault(batch.signal, []).append(batch.table)
+            if isinstance(batch, Batch):
+                by_signal.setdefault(batch.signal, []).append(batch.table)
         delay = 0.05
         for signal, tables in by_signal.items():
+            if not tables:
+                continue
             table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
             while True:
                 try:
@@ -110,3 +123,20 @@ class BatchWriter:
                     time.sleep(delay)
                     delay = min(delay * 2, 5.0)
         self.queue.release(rows)
+
+    def _write_raw(self, requests: list[RawTraces]) -> list[pa.Table]:
+        """Insert raw requests through the fast path; decode what it leaves, for the caller."""
+        assert self.fast is not None, "raw requests are queued only when the fast path is on"
+        left = self.fast.insert(
+            [(r.project_id, r.body) for r in requests], entries=any(r.entries for r in requests)
+        )
+        self.written["traces"] += sum(r.rows for r in requests) - sum(
+            requests[i].rows for i in left
+        )
+        # The screen let these through, so protobuf parses them; the Python decoder keeps them.
+        return [
+            otlp.decode(
+                otlp.TRACES, requests[i].body, otlp.PROTOBUF, requests[i].project_id, self.limits
+            ).columns.to_arrow(SPAN_SCHEMA)
+            for i in left
+        ]

@@ -18,10 +18,11 @@ class Decoded:
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
     repaired: int = 0
+    whole: int = 0  # items accepted as sent, left for ClickHouse to parse (the fast path)
 
     @property
     def accepted(self) -> int:
-        return len(self.columns)
+        return len(self.columns) + self.whole
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
