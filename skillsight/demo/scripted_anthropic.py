@@ -6,10 +6,16 @@ turn is a list of content blocks (:class:`Text`, :class:`ToolUse`).
 
 Which request gets which turn: Claude Code sends the *main* agent-loop request (with the tool
 list) plus side requests (session title generation, possibly ``count_tokens`` and others).
-Only main requests are answered from the script, and the turn a main request gets is the
+Only agent-loop requests are answered from the script, and the turn a request gets is the
 number of assistant messages already in its conversation, not a counter. That makes retries
 (the CLI retries on transport errors and can fall back to non-streaming) replay the same turn
 instead of skipping one, and a stray extra request with the tools cannot shift the script.
+
+Subagents (the ``Agent`` tool) talk to the same endpoint with a conversation of their own: the
+CLI puts the agent definition's prompt into the system prompt (and ``cc_is_subagent=true`` into
+its billing header block). An :class:`AgentScript` names a marker text from that prompt and
+the subagent's own turns; a request whose system prompt contains the marker is answered from
+that script, every other agent-loop request from the main one.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import hashlib
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -26,6 +32,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 __all__ = [
+    "MAIN_AGENT",
+    "AgentScript",
     "Block",
     "RecordedRequest",
     "RequestKind",
@@ -35,8 +43,12 @@ __all__ = [
     "Turn",
     "classify_request",
     "last_tool_result_text",
+    "tool_result_text",
     "tool_use_id",
 ]
+
+MAIN_AGENT = "main"
+"""The agent name recorded for requests of the main agent loop."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,15 @@ Turn = Sequence[Block] | Callable[[dict[str, Any]], Sequence[Block]]
 RequestKind = Literal["main", "side", "count_tokens", "other"]
 
 
+@dataclass(frozen=True)
+class AgentScript:
+    """The scripted turns of one subagent, recognised by a marker in its system prompt."""
+
+    marker: str
+    """Text of the agent definition's prompt; the CLI copies that prompt into ``system``."""
+    turns: Sequence[Turn]
+
+
 @dataclass
 class RecordedRequest:
     """One HTTP request the server received, kept for assertions."""
@@ -71,13 +92,17 @@ class RecordedRequest:
     body: Any
     kind: RequestKind
     turn: int | None = None
-    """Index of the scripted turn answered (main requests only)."""
+    """Index of the scripted turn answered (agent-loop requests only)."""
     status: int = 200
+    agent: str = MAIN_AGENT
+    """Which script answered: :data:`MAIN_AGENT` or the name of an :class:`AgentScript`."""
 
 
-def tool_use_id(turn: int, block: int) -> str:
-    """The deterministic tool_use id for block ``block`` of turn ``turn``."""
-    digest = hashlib.sha256(f"skillsight-demo:{turn}:{block}".encode()).hexdigest()
+def tool_use_id(turn: int, block: int, agent: str = MAIN_AGENT) -> str:
+    """The deterministic tool_use id for block ``block`` of turn ``turn`` of ``agent``."""
+    # The main agent keeps the seed of the first harness so its ids stay what captures hold.
+    seed = f"{turn}:{block}" if agent == MAIN_AGENT else f"{agent}:{turn}:{block}"
+    digest = hashlib.sha256(f"skillsight-demo:{seed}".encode()).hexdigest()
     return "toolu_01" + digest[:22]
 
 
@@ -99,23 +124,47 @@ def classify_request(body: dict[str, Any]) -> RequestKind:
     return "side"
 
 
-def last_tool_result_text(body: dict[str, Any]) -> str:
-    """The text of the last ``tool_result`` block in a Messages request ("" if none)."""
+def _tool_results(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The ``tool_result`` blocks of a Messages request, last first."""
     for message in reversed(body.get("messages") or []):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             continue
         for block in reversed(content):
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            inner = block.get("content")
-            if isinstance(inner, str):
-                return inner
-            if isinstance(inner, list):
-                return "".join(
-                    str(part.get("text", "")) for part in inner if isinstance(part, dict)
-                )
-            return ""
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                yield block
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    inner = block.get("content")
+    if isinstance(inner, str):
+        return inner
+    if isinstance(inner, list):
+        return "".join(str(part.get("text", "")) for part in inner if isinstance(part, dict))
+    return ""
+
+
+def last_tool_result_text(body: dict[str, Any]) -> str:
+    """The text of the last ``tool_result`` block in a Messages request ("" if none)."""
+    for block in _tool_results(body):
+        return _result_text(block)
+    return ""
+
+
+def tool_result_text(body: dict[str, Any], call_id: str) -> str | None:
+    """The text of the ``tool_result`` answering tool call ``call_id`` (None if absent)."""
+    for block in _tool_results(body):
+        if block.get("tool_use_id") == call_id:
+            return _result_text(block)
+    return None
+
+
+def _system_text(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
     return ""
 
 
@@ -159,8 +208,12 @@ class ScriptedAnthropic:
         side_reply: Callable[[dict[str, Any]], str] | None = None,
         exhausted_text: str = "Done.",
         classify: Callable[[dict[str, Any]], RequestKind] = classify_request,
+        agents: Mapping[str, AgentScript] | None = None,
     ) -> None:
         self.turns: list[Turn] = list(turns)
+        self.agents: dict[str, AgentScript] = dict(agents or {})
+        if MAIN_AGENT in self.agents:
+            raise ValueError(f"{MAIN_AGENT!r} names the main script; pick another agent name")
         self.requests: list[RecordedRequest] = []
         self._side_reply = side_reply or _default_side_reply
         self._exhausted_text = exhausted_text
@@ -213,9 +266,29 @@ class ScriptedAnthropic:
 
     # --- views for assertions --------------------------------------------------------------
 
+    def route(self, body: dict[str, Any]) -> str:
+        """Which script answers ``body``: the subagent whose marker is in its system prompt."""
+        system = _system_text(body)
+        for name, script in self.agents.items():
+            if script.marker in system:
+                return name
+        return MAIN_AGENT
+
+    def classify(self, body: dict[str, Any]) -> tuple[RequestKind, str]:
+        """The request's kind and the agent it belongs to.
+
+        A subagent's loop offers only the tools of its definition (possibly neither ``Bash``
+        nor ``Skill``), so any request with tools that routes to a subagent is its loop.
+        """
+        agent = self.route(body)
+        if agent != MAIN_AGENT and body.get("tools"):
+            return "main", agent
+        kind = self._classify(body)
+        return kind, MAIN_AGENT
+
     @property
     def main_requests(self) -> list[RecordedRequest]:
-        """The agent-loop requests, in arrival order."""
+        """The agent-loop requests (main agent and subagents), in arrival order."""
         with self._lock:
             return [r for r in self.requests if r.kind == "main"]
 
@@ -239,13 +312,15 @@ class ScriptedAnthropic:
                     )
         return 0
 
-    def reply_for(self, body: dict[str, Any], kind: RequestKind) -> tuple[_Reply, int | None]:
+    def reply_for(
+        self, body: dict[str, Any], kind: RequestKind, agent: str = MAIN_AGENT
+    ) -> tuple[_Reply, int | None]:
         """Build the answer to a Messages request and the turn index it consumed."""
         model = str(body.get("model") or "claude-sonnet-4-5")
         turn: int | None = None
         if kind == "main":
             turn = _assistant_turns(body)
-            content = self._turn_content(turn, body)
+            content = self._turn_content(turn, body, agent)
         else:
             content = [{"type": "text", "text": self._side_reply(body)}]
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
@@ -262,10 +337,11 @@ class ScriptedAnthropic:
         }
         return _Reply(content=content, stop_reason=stop, usage=usage, model=model), turn
 
-    def _turn_content(self, turn: int, body: dict[str, Any]) -> list[dict[str, Any]]:
-        if turn >= len(self.turns):
+    def _turn_content(self, turn: int, body: dict[str, Any], agent: str) -> list[dict[str, Any]]:
+        turns = self.turns if agent == MAIN_AGENT else self.agents[agent].turns
+        if turn >= len(turns):
             return [{"type": "text", "text": self._exhausted_text}]
-        scripted = self.turns[turn]
+        scripted = turns[turn]
         blocks = scripted(body) if callable(scripted) else scripted
         content: list[dict[str, Any]] = []
         for index, block in enumerate(blocks):
@@ -275,7 +351,7 @@ class ScriptedAnthropic:
                 content.append(
                     {
                         "type": "tool_use",
-                        "id": block.id or tool_use_id(turn, index),
+                        "id": block.id or tool_use_id(turn, index, agent),
                         "name": block.name,
                         "input": block.input,
                     }
@@ -447,9 +523,9 @@ def _make_handler(server: ScriptedAnthropic) -> type[BaseHTTPRequestHandler]:
             if path != "/v1/messages" or not isinstance(body, dict):
                 self._not_found("POST", path, body)
                 return
-            kind = server._classify(body)
-            reply, turn = server.reply_for(body, kind)
-            server._record(RecordedRequest("POST", path, headers, body, kind, turn))
+            kind, agent = server.classify(body)
+            reply, turn = server.reply_for(body, kind, agent)
+            server._record(RecordedRequest("POST", path, headers, body, kind, turn, agent=agent))
             if not body.get("stream"):
                 self._send_json(200, _message_json(reply))
                 return

@@ -23,6 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from skillsight.demo._project_files import (
+    EXPECTED_SUMMARY,
+    SALES_CSV,
+    SUMMARY_SCRIPT,
+    csv_summary_skill_md,
+)
 from skillsight.demo.scripted_anthropic import (
     Block,
     RecordedRequest,
@@ -32,6 +38,7 @@ from skillsight.demo.scripted_anthropic import (
     Turn,
     last_tool_result_text,
 )
+from skillsight.demo.session import ClientKind, run_claude, transcript
 
 __all__ = [
     "DEFAULT_PROMPT",
@@ -50,62 +57,11 @@ __all__ = [
 ]
 
 Protocol = Literal["http/json", "http/protobuf", "grpc"]
-ClientKind = Literal["query", "client"]
-"""``query``: ``claude_agent_sdk.query()``; ``client``: ``ClaudeSDKClient`` (all traceAI wraps)."""
 PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
 
 SKILL_NAME = "csv-summary"
 DEFAULT_PROMPT = "What is the total amount in data/sales.csv, and which region sold the most?"
 PROJECT_KEY_HEADER = "x-skillsight-key"
-
-_SALES_CSV = """\
-region,product,units,amount
-north,widget,12,30.00
-south,widget,7,17.50
-north,gadget,3,27.00
-east,gadget,5,45.00
-south,gizmo,9,13.50
-"""
-
-_SUMMARY_SCRIPT = '''\
-"""Summarise a CSV file: row count, columns, numeric totals and amount by first column."""
-
-import csv
-import sys
-from collections import defaultdict
-
-
-def main(path: str) -> None:
-    with open(path, newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    columns = list(rows[0]) if rows else []
-    print(f"rows: {len(rows)}")
-    print("columns: " + ", ".join(columns))
-    for column in columns[1:]:
-        try:
-            total = sum(float(row[column]) for row in rows)
-        except ValueError:
-            continue
-        print(f"total {column}: {total:.2f}")
-    if rows and "amount" in columns:
-        groups: dict[str, float] = defaultdict(float)
-        for row in rows:
-            groups[row[columns[0]]] += float(row["amount"])
-        ranked = sorted(groups.items(), key=lambda item: (-item[1], item[0]))
-        listing = ", ".join(f"{key}={value:.2f}" for key, value in ranked)
-        print(f"amount by {columns[0]}: {listing}")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
-'''
-
-_EXPECTED_SUMMARY = """\
-rows: 5
-columns: region, product, units, amount
-total units: 36.00
-total amount: 133.00
-amount by region: north=57.00, east=45.00, south=31.00"""
 
 
 @dataclass(frozen=True)
@@ -149,29 +105,10 @@ def create_demo_project(root: Path, *, skill_name: str = SKILL_NAME) -> DemoProj
     command = (
         f"python3 {script.relative_to(root).as_posix()} {data_file.relative_to(root).as_posix()}"
     )
-    skill_md = textwrap.dedent(
-        f"""\
-        ---
-        name: {skill_name}
-        description: Summarise a CSV file (row count, columns, numeric totals, amount per
-          group). Use when the user asks for totals or a breakdown of a CSV file.
-        allowed-tools: Bash(python3:*) Read
-        ---
-
-        # CSV summary
-
-        1. Run the summary script from the project root on the CSV file the user names:
-
-           ```bash
-           python3 {script.relative_to(root).as_posix()} <path-to-csv>
-           ```
-
-        2. Answer with the totals the script printed; do not recompute them by hand.
-        """
-    )
+    skill_md = csv_summary_skill_md(skill_name, script.relative_to(root).as_posix())
     (skill_dir / "SKILL.md").write_text(skill_md, encoding="utf-8")
-    script.write_text(_SUMMARY_SCRIPT, encoding="utf-8")
-    data_file.write_text(_SALES_CSV, encoding="utf-8")
+    script.write_text(SUMMARY_SCRIPT, encoding="utf-8")
+    data_file.write_text(SALES_CSV, encoding="utf-8")
     return DemoProject(
         root=root,
         skill_name=skill_name,
@@ -179,7 +116,7 @@ def create_demo_project(root: Path, *, skill_name: str = SKILL_NAME) -> DemoProj
         script=script,
         data_file=data_file,
         command=command,
-        expected_output=_EXPECTED_SUMMARY,
+        expected_output=EXPECTED_SUMMARY,
     )
 
 
@@ -264,22 +201,6 @@ def telemetry_env(
     return env
 
 
-def _session_env(
-    base_url: str, config_dir: Path, extra: Mapping[str, str] | None
-) -> dict[str, str]:
-    env = {
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-skillsight-demo",
-        # A private config dir keeps the user's ~/.claude (settings, skills, transcripts) out.
-        "CLAUDE_CONFIG_DIR": str(config_dir),
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
-    }
-    env.update(extra or {})
-    return env
-
-
 async def run_session(
     project: DemoProject,
     *,
@@ -296,52 +217,25 @@ async def run_session(
     ``env`` is merged over the session defaults (scripted endpoint, API key, private config
     dir); put :func:`telemetry_env` there to export OTLP. Returns the SDK messages.
     """
-    # Looked up at call time, not import time: instrumentors replace these package attributes.
-    import claude_agent_sdk
-    from claude_agent_sdk import ClaudeAgentOptions
-
-    config_dir = project.root.parent / f".{project.root.name}-claude-config"
-    config_dir.mkdir(parents=True, exist_ok=True)
-    options = ClaudeAgentOptions(
-        cwd=str(project.root),
-        setting_sources=["project"],
+    return await run_claude(
+        project.root,
+        base_url=base_url,
+        prompt=prompt,
         skills=[project.skill_name],
         allowed_tools=["Bash(python3:*)", "Read"],
-        env=_session_env(base_url, config_dir, env),
+        env=env,
         model=model,
-        max_turns=8,
+        client=client,
+        timeout_s=timeout_s,
         stderr=stderr,
     )
-    messages: list[Any] = []
-
-    async def consume() -> None:
-        if client == "query":
-            async for message in claude_agent_sdk.query(prompt=prompt, options=options):
-                messages.append(message)
-            return
-        async with claude_agent_sdk.ClaudeSDKClient(options=options) as sdk_client:
-            await sdk_client.query(prompt)
-            async for message in sdk_client.receive_response():
-                messages.append(message)
-
-    # query() returns only after the CLI has exited, i.e. after its telemetry shutdown flush.
-    await asyncio.wait_for(consume(), timeout_s)
-    return messages
 
 
 def _summarise_messages(result: DemoResult) -> None:
-    from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, ToolUseBlock
-
-    for message in result.messages:
-        if isinstance(message, SystemMessage) and message.subtype == "init":
-            result.session_id = str(message.data.get("session_id") or "") or None
-        elif isinstance(message, AssistantMessage):
-            for block in message.content:
-                if isinstance(block, ToolUseBlock):
-                    result.tool_calls.append((block.id, block.name, dict(block.input)))
-        elif isinstance(message, ResultMessage):
-            result.session_id = message.session_id or result.session_id
-            result.result_text = message.result
+    told = transcript(result.messages)
+    result.session_id = told.session_id
+    result.result_text = told.result_text
+    result.tool_calls = [(c.tool_use_id, c.name, c.input) for c in told.calls]
 
 
 async def run_demo_async(

@@ -1,6 +1,7 @@
 """Regenerate ``tests/fixtures/captures/`` from live runs of the real Claude Code CLI.
 
-Run from the repository root: ``python -m tests.harness.make_captures [--out DIR]``.
+Run from the repository root: ``python -m tests.harness.make_captures [--out DIR]``;
+``--scenarios [NAME ...]`` records the scenario library instead (see ``scenario_captures``).
 
 Writes, per source, the exact export request bodies received (see the README in the output
 folder for the layout): Claude Code's native OTLP/JSON (``traces.json``, ``logs.json``) from an
@@ -119,8 +120,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate every capture under ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--scenarios",
+        nargs="*",
+        metavar="NAME",
+        help="record the scenario captures instead (all scenarios, or the ones named) "
+        "into OUT/scenarios/<name>/",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out
+    if args.scenarios is not None:
+        from skillsight.demo.scenarios import SCENARIOS
+
+        from .scenario_captures import capture_scenarios
+
+        unknown = [n for n in args.scenarios if n not in SCENARIOS]
+        if unknown:
+            parser.error(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
+        capture_scenarios(args.scenarios or list(SCENARIOS), out)
+        print(f"scenario captures written under {out / 'scenarios'}")
+        return 0
     native = out / "claude_code"
     manifest = {
         "claude_code": {

@@ -1,0 +1,174 @@
+"""Record every scenario of ``skillsight.demo.scenarios`` as OTLP captures plus a manifest.
+
+``python -m tests.harness.make_captures --scenarios [NAME ...]`` runs this. For each scenario
+it plays the session twice with the real Claude Code CLI: once exporting Claude Code's native
+traces and logs over OTLP/HTTP JSON, once under Arize's OpenInference instrumentor (protobuf
+spans). It writes, under ``<out>/scenarios/<name>/``:
+
+- ``claude_code/traces.json``, ``claude_code/logs.json`` (every export request merged into one)
+- ``openinference/traces.pb`` (request bodies concatenated)
+- ``manifest.json``: the scenario's expected facts, and per run the session id, trace ids,
+  the tool calls the CLI executed (tool_use ids, names, key arguments, agent, error flag),
+  the final answer, span and event names, and the export requests received.
+
+A run that does not do what its scenario scripts fails loudly instead of writing a capture.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from skillsight.demo.scenarios import (
+    ScenarioResult,
+    executed_facts,
+    mismatches,
+    openinference,
+    run_scenario,
+)
+
+from .otlp_capture import Capture, OtlpCapture, iter_log_records, iter_spans
+
+PROJECT_KEY = "demo-project-key"
+
+
+def _workdir(name: str) -> Path:
+    # A fixed path keeps the project paths inside prompts and tool inputs the same each time.
+    path = Path(tempfile.gettempdir()) / f"skillsight-capture-scenario-{name}"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def _checked(result: ScenarioResult) -> ScenarioResult:
+    problems = mismatches(result)
+    if problems:
+        raise RuntimeError(
+            f"scenario {result.scenario.name} did not play as scripted:\n" + "\n".join(problems)
+        )
+    return result
+
+
+def _run_facts(result: ScenarioResult, captures: Sequence[Capture]) -> dict[str, Any]:
+    spans = list(iter_spans(captures))
+    return {
+        "session_id": result.session_id,
+        "trace_ids": sorted({s["traceId"] for s in spans}),
+        "tool_calls": [
+            {"tool_use_id": i, "name": n, "key": k, "agent": a, "is_error": e}
+            for i, n, k, a, e in executed_facts(result)
+        ],
+        "result_text": result.transcript.result_text,
+        "span_names": sorted({s["name"] for s in spans}),
+        "log_events": sorted(
+            {str(r.get("body", {}).get("stringValue")) for r in iter_log_records(captures)}
+        ),
+        "requests": [
+            {"signal": c.signal, "content_type": c.content_type, "bytes": len(c.body)}
+            for c in captures
+        ],
+        "duration_s": round(result.duration_s, 1),
+    }
+
+
+def _merge_json(captures: Sequence[Capture], key: str) -> dict[str, Any]:
+    merged: list[Any] = []
+    for capture in captures:
+        merged.extend(json.loads(capture.body).get(key, []))
+    return {key: merged}
+
+
+def capture_scenario(name: str, out: Path) -> dict[str, Any]:
+    """Record scenario ``name`` into ``out`` (replaced); return its manifest."""
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "claude_code").mkdir(parents=True)
+    (out / "openinference").mkdir(parents=True)
+
+    workdir = _workdir(name)
+    with OtlpCapture() as receiver:
+        native = _checked(
+            run_scenario(
+                name,
+                workdir=workdir,
+                endpoint=receiver.http_endpoint,
+                protocol="http/json",
+                project_key=PROJECT_KEY,
+            )
+        )
+        native_captures = list(receiver.captures)
+    for signal, key in (("traces", "resourceSpans"), ("logs", "resourceLogs")):
+        chosen = [c for c in native_captures if c.signal == signal]
+        if not chosen:
+            raise RuntimeError(f"scenario {name}: Claude Code exported no {signal}")
+        text = json.dumps(_merge_json(chosen, key), indent=1, ensure_ascii=False)
+        (out / "claude_code" / f"{signal}.json").write_text(text + "\n", encoding="utf-8")
+
+    workdir = _workdir(name)
+    with OtlpCapture() as receiver:
+        instrumented = _checked(
+            run_scenario(
+                name,
+                workdir=workdir,
+                instrumentation=openinference(
+                    receiver.http_endpoint, headers={"x-skillsight-key": PROJECT_KEY}
+                ),
+            )
+        )
+        oi_captures = receiver.of("traces")
+    if not oi_captures:
+        raise RuntimeError(f"scenario {name}: the OpenInference instrumentor exported nothing")
+    (out / "openinference" / "traces.pb").write_bytes(b"".join(c.body for c in oi_captures))
+
+    scenario = native.scenario
+    manifest = {
+        "scenario": name,
+        "summary": scenario.summary,
+        "prompt": scenario.prompt,
+        "project_root": str(scenario.root),
+        "outside_dir": str(scenario.outside_dir) if scenario.outside_dir else None,
+        "files": sorted(scenario.files),
+        "expected": scenario.expected.to_json(),
+        "runs": {
+            "claude_code": {"protocol": "http/json", **_run_facts(native, native_captures)},
+            "openinference": {
+                "protocol": "http/protobuf",
+                **_run_facts(instrumented, oi_captures),
+            },
+        },
+        "versions": versions(),
+    }
+    text = json.dumps(manifest, indent=1, ensure_ascii=False)
+    (out / "manifest.json").write_text(text + "\n", encoding="utf-8")
+    return manifest
+
+
+def versions() -> dict[str, str]:
+    """The Claude Code CLI, SDK and instrumentor versions the captures come from."""
+    from importlib.metadata import version
+
+    from claude_agent_sdk._cli_version import __cli_version__
+    from claude_agent_sdk._version import __version__ as sdk_version
+
+    return {
+        "claude_code": __cli_version__,
+        "claude_agent_sdk": sdk_version,
+        "openinference_instrumentation_claude_agent_sdk": version(
+            "openinference-instrumentation-claude-agent-sdk"
+        ),
+    }
+
+
+def capture_scenarios(names: Sequence[str], out: Path) -> None:
+    """Record each of ``names`` into ``out/scenarios/<name>/``."""
+    for name in names:
+        manifest = capture_scenario(name, out / "scenarios" / name)
+        runs = manifest["runs"]
+        print(
+            f"{name:<24} native {runs['claude_code']['session_id']} "
+            f"({runs['claude_code']['duration_s']} s), openinference "
+            f"{runs['openinference']['session_id']} ({runs['openinference']['duration_s']} s)"
+        )
