@@ -25,8 +25,8 @@ __all__ = [
     "find_skill_dir",
     "find_skill_files",
     "load_skill",
-    "skill_roots",
     "scan",
+    "skill_roots",
     "skill_version",
     "validate",
 ]

@@ -22,7 +22,7 @@ def skill_roots(
     extra directory (plugins): the directory itself and its ``skills`` subdirectory.
     """
     roots: list[Path] = []
-    here = Path(cwd).expanduser().absolute()
+    here = Path(os.path.abspath(Path(cwd).expanduser()))
     for directory in (here, *here.parents):
         roots.append(directory / ".claude" / "skills")
         if (directory / ".git").exists():

@@ -12,7 +12,9 @@ from typing import Any
 
 import yaml
 
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The pure-Python loader on purpose: frontmatter is small, and its error messages (which
+# validation reports) are then the same on machines with and without libyaml.
+_SafeLoader = yaml.SafeLoader
 
 
 class FrontmatterProblem(Exception):

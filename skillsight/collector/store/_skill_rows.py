@@ -15,15 +15,16 @@ _STR = pa.string()
 _I64 = pa.int64()
 
 # (column, arrow type, ClickHouse type of the streamed column, expression that stores it);
-# lists travel as JSON text so both transports stream plain strings.
+# lists travel as JSON text so both transports stream plain strings (chdb reads the Arrow
+# strings as Nullable, hence the ifNull).
 SKILL_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("project_id", _STR, "String", "project_id"),
     ("name", _STR, "String", "name"),
     ("version", _STR, "String", "version"),
     ("description", _STR, "String", "description"),
-    ("allowed_tools", _STR, "String", "JSONExtract(allowed_tools, 'Array(String)')"),
+    ("allowed_tools", _STR, "String", "JSONExtract(ifNull(allowed_tools, '[]'), 'Array(String)')"),
     ("allowed_tools_declared", _I64, "Int64", "allowed_tools_declared != 0"),
-    ("scripts", _STR, "String", "JSONExtract(scripts, 'Array(String)')"),
+    ("scripts", _STR, "String", "JSONExtract(ifNull(scripts, '[]'), 'Array(String)')"),
     ("source_uri", _STR, "String", "source_uri"),
     ("body", _STR, "String", "body"),
     ("frontmatter", _STR, "String", "frontmatter"),
