@@ -57,3 +57,10 @@ def store(request: pytest.FixtureRequest) -> Store:
 
 
 # ---- end of store fixtures ----------------------------------------------------------------------
+
+
+# ---- instrumentation: bugs in hooks and wrappers fail tests instead of being logged ------------
+import os  # noqa: E402
+
+os.environ.setdefault("SKILLSIGHT_INSTRUMENTATION_STRICT", "1")
+# ---- end of instrumentation ----------------------------------------------------------------
