@@ -352,6 +352,13 @@ def bench_ingest(
     spans_total: Annotated[int, typer.Option("--spans", help="Spans to send.")] = 300_000,
     senders: Annotated[int, typer.Option("--senders", help="Concurrent exporters.")] = 4,
     batch: Annotated[int, typer.Option("--batch", help="Spans per export request.")] = 512,
+    compare: Annotated[
+        bool,
+        typer.Option(
+            "--compare/--no-compare",
+            help="Also run with the fast path off and print the ratio of the two.",
+        ),
+    ] = True,
 ) -> None:
     """Measure OTLP/HTTP protobuf ingest into a fresh embedded server: committed spans/s.
 
@@ -360,12 +367,23 @@ def bench_ingest(
     from skillsight.bench.ingest import run_ingest_bench
 
     try:
-        report = run_ingest_bench(
-            spans_total=spans_total, senders=senders, batch=batch, console=console
-        )
+        reports = [
+            run_ingest_bench(
+                spans_total=spans_total,
+                senders=senders,
+                batch=batch,
+                console=console,
+                fast_path=fast,
+            )
+            for fast in ((True, False) if compare else (True,))
+        ]
     except SkillsightError as exc:
         raise _fail(str(exc)) from exc
-    if report["spans_lost"]:
+    if compare:
+        fast_rate, python_rate = (r["committed_spans_per_cpu_s"] or 0 for r in reports)
+        ratio = fast_rate / python_rate if python_rate else float("inf")
+        console.print(f"[bold]fast path / Python decoder: {ratio:.2f}x[/] spans per server CPU-s")
+    if any(r["spans_lost"] for r in reports):
         raise typer.Exit(1)
 
 

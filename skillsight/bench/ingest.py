@@ -41,7 +41,7 @@ def _peak_rss_mb(pid: int) -> float:
 
 
 class _Server:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -60,6 +60,7 @@ class _Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            env={**os.environ, **env},
         )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + 120
@@ -125,14 +126,23 @@ def _send_all(
 
 
 def run_ingest_bench(
-    *, spans_total: int, senders: int, batch: int, console: Console
+    *, spans_total: int, senders: int, batch: int, console: Console, fast_path: bool = True
 ) -> dict[str, Any]:
-    """Run the benchmark and print its report; returns the figures."""
-    console.print(f"generating {spans_total} spans in requests of {batch}…")
+    """Run the benchmark and print its report; returns the figures.
+
+    Session rebuilds are off in the server: they are measured by ``skillsight bench rebuild``
+    and would otherwise land in this benchmark's CPU time.
+    """
+    path = "fast path" if fast_path else "Python decoder"
+    console.print(f"generating {spans_total} spans in requests of {batch} ({path})…")
     bodies = list(export_requests(spans_total, batch))
     payload_mb = sum(len(b) for b in bodies) / 1e6
+    env = {
+        "SKILLSIGHT_FAST_PATH": "1" if fast_path else "0",
+        "SKILLSIGHT_REBUILD_ENABLED": "0",
+    }
     with tempfile.TemporaryDirectory(prefix="skillsight-bench-") as tmp:
-        server = _Server(Path(tmp) / "data")
+        server = _Server(Path(tmp) / "data", env)
         try:
             pid = server.proc.pid
             cpu0 = _cpu_seconds(pid)
@@ -166,6 +176,7 @@ def run_ingest_bench(
             server.stop()
     stored = int(counts["spans"]["spans"])
     report = {
+        "path": path,
         "spans_sent": spans_total,
         "spans_stored": stored,
         "spans_lost": spans_total - stored,
