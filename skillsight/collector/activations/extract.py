@@ -115,32 +115,78 @@ def _walk(context: _Context) -> None:
     for activation in _inferred(context, items, starts):
         context.out.append(activation)
     subs = {s.trajectory_id: s for s in trajectory.subagent_trajectories or ()}
-    for step in trajectory.steps:
-        for result in step.observation.results if step.observation else ():
-            for ref in result.subagent_trajectory_ref or ():
-                sub = subs.get(ref.trajectory_id or "")
-                if sub is None:
-                    continue
-                decision = next(
-                    (c for c in step.tool_calls or () if c.tool_call_id == result.source_call_id),
-                    None,
-                )
-                child = _Context(
-                    trajectory=sub,
-                    session_id=context.session_id,
-                    project_id=context.project_id,
-                    catalogue=context.catalogue,
-                    visible=_visible(sub) or context.visible,
-                    agent=context.agent,
-                    subagent=sub.agent.name,
-                    decision=decision,
-                )
-                _walk(child)
-                if not child.out and decision is not None:
-                    preloaded = _preloaded(child)
-                    if preloaded is not None:
-                        child.out.append(preloaded)
-                context.out.extend(child.out)
+    for index, item in enumerate(items):
+        if item.call is None or item.result is None:
+            continue
+        for ref in item.result.subagent_trajectory_ref or ():
+            sub = subs.get(ref.trajectory_id or "")
+            if sub is None:
+                continue
+            child = _Context(
+                trajectory=sub,
+                session_id=context.session_id,
+                project_id=context.project_id,
+                catalogue=context.catalogue,
+                visible=_visible(sub) or context.visible,
+                agent=context.agent,
+                subagent=sub.agent.name,
+                decision=item.call,
+            )
+            _walk(child)
+            if not child.out:
+                preloaded = _preloaded(child)
+                if preloaded is not None:
+                    child.out.append(preloaded)
+            integration = _next_message(items, index)
+            context.out.extend(
+                _delegated(activation, context, item, integration) for activation in child.out
+            )
+
+
+def _next_message(items: list[_Item], index: int) -> _Item | None:
+    """The first agent message with text (or unlogged text) after ``items[index]``."""
+    for item in items[index + 1 :]:
+        if item.kind == "user":
+            return None
+        logged = (item.step.extra or {}).get("message_logged", True) is not False
+        if item.kind == "message" and item.step.step_id > items[index].step.step_id:
+            if item.step.message or not logged:
+                return item
+    return None
+
+
+def _delegated(
+    activation: Activation, parent: _Context, task: _Item, integration: _Item | None
+) -> Activation:
+    """An activation inside a subagent, seen from the agent that delegated to it.
+
+    The decision is the ``Task``/``Agent`` call; the integration is what the delegating agent
+    said after the subagent returned. Activations already delegated (a subagent's subagent)
+    keep their own decision.
+    """
+    if activation.trigger == "subagent" and activation.decision_trajectory_id != (
+        activation.trajectory_id
+    ):
+        return activation
+    assert task.call is not None
+    load = activation.load_call_id
+    text = None
+    if integration is not None:
+        logged = (integration.step.extra or {}).get("message_logged", True) is not False
+        text = integration.step.message if logged else None
+    return activation.model_copy(
+        update={
+            "activation_id": activation_id(
+                activation.trace_id or activation.session_id, load or task.call.tool_call_id
+            ),
+            "trigger": "subagent",
+            "trigger_call_id": task.call.tool_call_id,
+            "trigger_step_id": task.step.step_id,
+            "decision_trajectory_id": parent.trajectory.trajectory_id or "",
+            "integration_message": text,
+            "integration_step_id": integration.step.step_id if integration else None,
+        }
+    )
 
 
 # --- items and starts ---------------------------------------------------------------------------
@@ -207,18 +253,17 @@ def _starts(items: list[_Item], spans: Mapping[str, Mapping[str, Any]]) -> dict[
     starts: dict[int, _Start] = {}
     for index, item in enumerate(items):
         if item.kind == "event" and item.event is not None:
-            nested = item.event.get("invocation_trigger") == "nested-skill"
             skill = str(item.event.get("skill_name", ""))
-            starts[index] = _Start(skill, "event", item, index, nested)
+            starts[index] = _Start(skill, "event", item, index)
         elif item.kind == "call" and item.call is not None:
             if (item.call.extra or {}).get("activation_span_id") in spans:
                 continue  # inside an explicit activation: its span says everything
             found = start_of(item.call)
             if found is None:
                 continue
-            event = (item.call.extra or {}).get("skill_activated") or {}
-            nested = event.get("invocation_trigger") == "nested-skill"
-            starts[index] = _Start(found[0], found[1], item, index, nested)
+            # Claude Code's invocation_trigger "nested-skill" only says another skill was still
+            # marked active; it does not tell composition from a sequence, so it is not nesting.
+            starts[index] = _Start(found[0], found[1], item, index)
     return starts
 
 
@@ -502,11 +547,7 @@ def _activation(
         event = start.item.event or {}
         trigger_id = f"event:{event.get('record_id', start.index)}"
         trace_id = str(trace_ids[0] if trace_ids else "")
-    mechanism: str = start.trigger
     trigger: Trigger = start.trigger  # type: ignore[assignment]
-    decision_id = trigger_id
-    if context.decision is not None:
-        trigger, decision_id = "subagent", context.decision.tool_call_id
     calls = [_tool_call(item) for item in current.calls]
     internal_steps = sorted({i.step.step_id for i in current.calls + current.messages})
     if loader is not None and loader.step.step_id in internal_steps:
@@ -565,9 +606,10 @@ def _activation(
         trigger=trigger,
         trigger_call_id=trigger_id,
         trigger_step_id=trigger_step,
-        mechanism=mechanism,
-        decision_call_id=decision_id,
+        mechanism=start.trigger,
+        load_call_id=trigger_id if loader is not None or span is not None else "",
         trajectory_id=trajectory.trajectory_id or "",
+        decision_trajectory_id=trajectory.trajectory_id or "",
         agent=context.agent,
         subagent=context.subagent,
         parent_activation_id=ids.get(id(current.parent), "") if current.parent else "",
@@ -608,12 +650,4 @@ def _preloaded(context: _Context) -> Activation | None:
     current.integration = next((i for i in reversed(items) if i.final), None)
     current.reason = "turn_end" if current.integration else "end"
     activation = _activation(context, items, current, {})
-    return activation.model_copy(
-        update={
-            "mechanism": "preloaded",
-            "trigger_call_id": context.decision.tool_call_id,
-            "activation_id": activation_id(
-                activation.trace_id or context.session_id, context.decision.tool_call_id
-            ),
-        }
-    )
+    return activation.model_copy(update={"mechanism": "preloaded", "load_call_id": ""})

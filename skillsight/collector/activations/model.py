@@ -81,14 +81,21 @@ class Activation(BaseModel):
     mechanism: str = Field(
         default="",
         description="how the skill was loaded (a Trigger value); differs from trigger only for "
-        "'subagent', where it says how the subagent loaded it ('preloaded' when it never did)",
+        "'subagent': how the subagent loaded it ('preloaded' when it never did)",
     )
-    decision_call_id: str = Field(
+    load_call_id: str = Field(
         default="",
-        description="the call that decided: the trigger call, or the Task/Agent call of a subagent",
+        description="the call that loaded the skill: the trigger call, or for 'subagent' the "
+        "Skill/Read/load_skill call inside the subagent ('' when preloaded)",
     )
     trajectory_id: str = Field(
-        default="", description="the (sub)trajectory whose steps the step ids refer to"
+        default="",
+        description="the (sub)trajectory that step_ids and tool_calls[].step_id refer to",
+    )
+    decision_trajectory_id: str = Field(
+        default="",
+        description="the trajectory that trigger_step_id and integration_step_id refer to "
+        "(the parent's for 'subagent', else trajectory_id)",
     )
     agent: str = ""
     subagent: str = Field(default="", description="agent type when run inside a subagent")

@@ -30,6 +30,9 @@ def _call(span: Span) -> CallDraft:
         skill = call.arguments.get("skill") or call.arguments.get("command")
         if isinstance(skill, str):
             call.extra["skill"] = skill
+        declared = json_object(span.output)
+        if declared and isinstance(declared.get("allowedTools"), list):
+            call.extra["allowed_tools"] = [str(t) for t in declared["allowedTools"]]
     call.sources.append(SOURCE)
     return call
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from skillsight.collector.trajectories._draft import CallDraft, StepDraft
 
@@ -31,8 +32,25 @@ def visible_skills(text: str) -> list[dict[str, str]]:
     return found
 
 
+def _texts(value: Any) -> list[str]:
+    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
+        return []
+    return [
+        str(block["text"])
+        for block in value["content"]
+        if isinstance(block, dict)
+        and isinstance(block.get("text"), str)
+        # Claude Code prefixes a subagent's report with a note of the tools it used
+        and not str(block["text"]).startswith("<tools-used")
+    ]
+
+
 def tool_output(text: str) -> str:
-    """What the model read from a tool: the SDK wraps Bash output as ``{"stdout", "stderr"}``."""
+    """What the model read from a tool, out of the SDK's structured ``tool_use_result``.
+
+    Bash comes as ``{"stdout", "stderr", …}``, a subagent's report as ``{"content": [text
+    blocks], …}``; anything else is kept as sent.
+    """
     if not text.startswith("{"):
         return text
     try:
@@ -43,7 +61,17 @@ def tool_output(text: str) -> str:
         stderr = value.get("stderr")
         out: str = value["stdout"]
         return f"{out}\n{stderr}" if isinstance(stderr, str) and stderr else out
-    return text
+    texts = _texts(value)
+    return "\n".join(texts) if texts else text
+
+
+def subagent_report(text: str) -> str:
+    """The subagent's final message inside a Task/Agent tool result ('' when absent)."""
+    try:
+        texts = _texts(json.loads(text)) if text.startswith("{") else []
+    except json.JSONDecodeError:
+        return ""
+    return texts[-1] if texts else ""
 
 
 def attach_call(steps: list[StepDraft], call: CallDraft) -> None:
