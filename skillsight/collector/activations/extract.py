@@ -149,9 +149,9 @@ def _next_message(items: list[_Item], index: int) -> _Item | None:
         if item.kind == "user":
             return None
         logged = (item.step.extra or {}).get("message_logged", True) is not False
-        if item.kind == "message" and item.step.step_id > items[index].step.step_id:
-            if item.step.message or not logged:
-                return item
+        later = item.step.step_id > items[index].step.step_id
+        if item.kind == "message" and later and (item.step.message or not logged):
+            return item
     return None
 
 
