@@ -721,3 +721,12 @@ def test_manifest_is_a_frozen_value(tmp_path: Path) -> None:
     manifest = load_skill(pdf_skill(tmp_path))
     with pytest.raises(dataclasses.FrozenInstanceError):
         manifest.name = "other"  # type: ignore[misc]
+
+
+def test_the_documentation_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "skills.md").read_text()
+    example = docs.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/skills.md", "exec"), {})
+    assert capsys.readouterr().out == (
+        "Bash command 'git push' matches none of Bash(git add:*), Bash(git commit:*)\n"
+    )
