@@ -19,12 +19,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from skillsight.demo.scripted_anthropic import (
+    AgentScript,
     ScriptedAnthropic,
     Text,
     ToolUse,
     Turn,
     classify_request,
     last_tool_result_text,
+    tool_result_text,
     tool_use_id,
 )
 from skillsight.demo.workload import SKILL_NAME, DemoResult, Protocol, run_demo
@@ -176,6 +178,74 @@ def test_scripted_server_streams_turns_by_conversation_position() -> None:
     ]
     assert classify_request({"tools": [{"name": "Skill"}]}) == "main"
     assert classify_request({"tools": []}) == "side"
+
+
+def test_subagent_requests_get_their_own_script() -> None:
+    marker = "You are the data-analyst subagent."
+    server = ScriptedAnthropic(
+        [[ToolUse("Agent", {"subagent_type": "data-analyst"})], [Text("main done")]],
+        agents={
+            "data-analyst": AgentScript(
+                marker,
+                [
+                    [ToolUse("Bash", {"command": "true"})],
+                    lambda body: [Text("sub saw " + str(tool_result_text(body, "toolu_x")))],
+                ],
+            )
+        },
+    )
+    system = [{"type": "text", "text": "You are a Claude agent."}, {"type": "text", "text": marker}]
+    # A subagent with only Read is still an agent loop: it routes by its system prompt.
+    sub_tools = [{"name": "Read", "input_schema": {"type": "object"}}]
+    with server as base_url:
+        main_first = {"model": "m", "tools": _TOOLS, "messages": [{"role": "user"}]}
+        sub_first = {"model": "m", "system": system, "tools": sub_tools, "messages": []}
+        sub_second = {
+            **sub_first,
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "text", "text": "x"}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "other", "content": "no"},
+                        {"type": "tool_result", "tool_use_id": "toolu_x", "content": "42"},
+                    ],
+                },
+            ],
+        }
+        answers = [
+            json.loads(_post(f"{base_url}/v1/messages", body)[2])["content"]
+            for body in (main_first, sub_first, sub_second)
+        ]
+
+    assert answers == [
+        [
+            {
+                "type": "tool_use",
+                "id": tool_use_id(0, 0),
+                "name": "Agent",
+                "input": {"subagent_type": "data-analyst"},
+            }
+        ],
+        [
+            {
+                "type": "tool_use",
+                "id": tool_use_id(0, 0, "data-analyst"),
+                "name": "Bash",
+                "input": {"command": "true"},
+            }
+        ],
+        [{"type": "text", "text": "sub saw 42"}],
+    ]
+    assert tool_use_id(0, 0, "data-analyst") != tool_use_id(0, 0)
+    assert [(r.agent, r.kind, r.turn) for r in server.requests] == [
+        ("main", "main", 0),
+        ("data-analyst", "main", 0),
+        ("data-analyst", "main", 1),
+    ]
+    with pytest.raises(ValueError, match="'main' names the main script"):
+        ScriptedAnthropic([], agents={"main": AgentScript("x", [])})
 
 
 # --- saved captures ----------------------------------------------------------------------------
