@@ -8,7 +8,6 @@ given their own; :func:`shutdown` flushes and forgets them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from collections.abc import Mapping
@@ -144,14 +143,15 @@ def _exporter(
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=timeout_s)
-    if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None:
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcSpanExporter,
+        )
+    except ImportError as exc:
         raise ConfigError(
             "protocol='grpc' needs the gRPC exporter: pip install 'skillsight[grpc]' "
             "(or use protocol='http/protobuf')"
-        )
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-        OTLPSpanExporter as GrpcSpanExporter,
-    )
+        ) from exc
 
     return GrpcSpanExporter(
         endpoint=endpoint,
