@@ -1,0 +1,629 @@
+"""One OpenAI Agents SDK trace, turned into skillsight's spans as the SDK reports its own.
+
+The SDK reports spans as they start and end (``task`` → ``agent`` → ``turn`` → ``response`` /
+``generation`` / ``function`` / ``handoff``…), each with its start and end time and its parent.
+Each is mapped when the SDK reports it, with the SDK's own timestamps:
+
+- ``agent`` → ``invoke_agent {name}``; a later top-level agent of the same trace (the target of
+  a handoff) nests under the first one, so one run stays one OpenTelemetry trace;
+- ``response`` / ``generation`` → ``chat {model}`` under its agent, with usage and messages;
+- ``function`` → ``execute_tool {name}``, its call id taken from the model output that asked
+  for it;
+- ``task`` and ``turn`` are structure only: their children go to the nearest mapped ancestor;
+- ``handoff``, ``custom``, ``guardrail`` and the rest are kept under their own names.
+
+**Skill activations**: a ``load_skill`` call, or a tool call whose arguments name a
+``…/skills/<name>/SKILL.md`` (a file read, ``cat`` in a sandbox shell), opens
+``activate_skill {name}`` under the agent. Every tool span of that agent is its child until the
+next activation, a handoff, the agent's final output (a model answer asking for no tool), or
+the end of the agent; the starting call is its first child. All state lives on
+:class:`TraceMapper`, one per trace.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, Status, StatusCode
+
+from skillsight import semconv as sc
+from skillsight.instrumentation._skillinfo import SkillResolver, info_from_dir, skill_md_name
+from skillsight.instrumentation._spans import SkillInfo, SpanEmitter, Usage
+
+__all__ = ["SdkSpan", "TraceMapper", "iso_to_ns"]
+
+SdkSpan = Any
+"""An ``agents.tracing.Span``; read by attribute only, so this module never imports ``agents``."""
+
+# Output items of the Responses API that the agent runs locally (the turn goes on after them);
+# hosted tools (web search, file search, code interpreter...) do not.
+_LOCAL_CALL_TYPES = frozenset(
+    {
+        "function_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "custom_tool_call",
+        "mcp_approval_request",
+    }
+)
+_SKILL_ARGUMENT_KEYS = ("skill_name", "name", "skill")
+_SKILL_MD = "SKILL.md"
+
+
+def iso_to_ns(value: str | None) -> int | None:
+    """Nanoseconds since the epoch of the SDK's ISO 8601 timestamps (None stays None)."""
+    if not value:
+        return None
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return calendar.timegm(moment.utctimetuple()) * 1_000_000_000 + moment.microsecond * 1_000
+
+
+def _plain(value: Any) -> Any:
+    """Pydantic models (the SDK's responses) as plain data; everything else unchanged."""
+    dump = getattr(value, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else value
+
+
+def _json_object(text: Any) -> dict[str, Any] | None:
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _error_text(span: SdkSpan) -> str | None:
+    error = getattr(span, "error", None)
+    if not error:
+        return None
+    message = str(error.get("message") or "error")
+    data = error.get("data")
+    return f"{message}: {json.dumps(data, default=str)}" if data else message
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A tool call the model asked for: matched to the function span that runs it."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    call_id: str
+
+
+@dataclass(frozen=True)
+class _ModelOutput:
+    """What one model call answered, read from the SDK's response or generation data."""
+
+    model: str | None = None
+    usage: Usage | None = None
+    calls: tuple[_Call, ...] = ()
+    asks_for_tools: bool = False
+    text: str | None = None
+    known: bool = False
+    """Whether the output was visible (the SDK hides it when sensitive data is off)."""
+
+
+def _usage(raw: Any) -> Usage | None:
+    usage = _plain(raw)
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details") or {}
+
+    def count(*keys: str, source: Mapping[str, Any] = usage) -> int | None:
+        for key in keys:
+            value = source.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return int(value)
+        return None
+
+    return Usage(
+        input_tokens=count("input_tokens", "prompt_tokens"),
+        output_tokens=count("output_tokens", "completion_tokens"),
+        cache_read_input_tokens=count("cached_tokens", source=details)
+        if isinstance(details, Mapping)
+        else None,
+    )
+
+
+def _read_items(items: Iterable[Any]) -> tuple[list[_Call], bool, list[str]]:
+    """Tool calls, whether any asks the agent to act, and texts of output items or messages."""
+    calls: list[_Call] = []
+    acts = False
+    texts: list[str] = []
+    for raw in items:
+        item = _plain(raw)
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "function_call":
+            calls.append(
+                _Call(
+                    str(item.get("name") or ""),
+                    _json_object(item.get("arguments")),
+                    str(item.get("call_id") or item.get("id") or ""),
+                )
+            )
+        if kind in _LOCAL_CALL_TYPES:
+            acts = True
+        for call in item.get("tool_calls") or []:  # a Chat Completions message
+            if not isinstance(call, Mapping):
+                continue
+            function = call.get("function") or {}
+            calls.append(
+                _Call(
+                    str(function.get("name") or ""),
+                    _json_object(function.get("arguments")),
+                    str(call.get("id") or ""),
+                )
+            )
+            acts = True
+        if isinstance(item.get("output"), list):  # a whole Response dumped by the SDK
+            inner_calls, inner_acts, inner_texts = _read_items(item["output"])
+            calls += inner_calls
+            acts = acts or inner_acts
+            texts += inner_texts
+        content = item.get("content")
+        if kind in (None, "message") and item.get("role", "assistant") == "assistant":
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts += [
+                    str(part.get("text"))
+                    for part in content
+                    if isinstance(part, Mapping) and part.get("type") == "output_text"
+                ]
+    return calls, acts, texts
+
+
+def model_output(data: Any) -> _ModelOutput:
+    """Read a ``ResponseSpanData`` or ``GenerationSpanData``."""
+    usage = _usage(getattr(data, "usage", None))
+    response = _plain(getattr(data, "response", None))
+    if isinstance(response, Mapping):
+        calls, acts, texts = _read_items(response.get("output") or [])
+        return _ModelOutput(
+            model=response.get("model"),
+            usage=usage or _usage(response.get("usage")),
+            calls=tuple(calls),
+            asks_for_tools=acts,
+            text="".join(texts) or None,
+            known=True,
+        )
+    output = getattr(data, "output", None)
+    model = getattr(data, "model", None)
+    if isinstance(output, Sequence) and not isinstance(output, str):
+        calls, acts, texts = _read_items(output)
+        return _ModelOutput(
+            model=model,
+            usage=usage,
+            calls=tuple(calls),
+            asks_for_tools=acts,
+            text="".join(texts) or None,
+            known=True,
+        )
+    return _ModelOutput(model=model, usage=usage)
+
+
+def _user_text(model_input: Any) -> str | None:
+    """The last user message of a model input (a string or a list of items/messages)."""
+    if isinstance(model_input, str):
+        return model_input
+    if not isinstance(model_input, Sequence):
+        return None
+    for raw in reversed(model_input):
+        item = _plain(raw)
+        if not isinstance(item, Mapping) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            texts = [str(p.get("text")) for p in content if isinstance(p, Mapping) and "text" in p]
+            return "\n".join(texts) or None
+    return None
+
+
+@dataclass
+class _Activation:
+    span: Span
+    context: Context
+    skill: SkillInfo
+
+
+@dataclass
+class _Agent:
+    span: Span
+    context: Context
+    name: str
+    activation: _Activation | None = None
+    calls: list[_Call] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    prompt: str | None = None
+    final_output: str | None = None
+    final_ns: int | None = None
+
+
+@dataclass
+class _Node:
+    """An SDK span as seen here: the span made for it (None when folded) and its agent."""
+
+    kind: str
+    span: Span | None
+    agent: _Agent | None
+    parent: _Node | None
+    is_agent: bool = False
+    start_ns: int | None = None
+    arguments_known: bool = True
+    """For a tool: whether its arguments were known when it started (from the model output)."""
+
+
+@dataclass(frozen=True)
+class SkillSettings:
+    """How skills are recognised and looked up on disk."""
+
+    load_skill_tools: frozenset[str] = frozenset({"load_skill"})
+    skills_dirs: tuple[Path, ...] = ()
+    cwd: Path | None = None
+
+
+class TraceMapper:
+    """Maps the spans of one SDK trace; not thread-safe on its own (the processor locks)."""
+
+    def __init__(
+        self,
+        emitter: SpanEmitter,
+        settings: SkillSettings,
+        conversation_id: str | None,
+        now: Callable[[], int],
+    ) -> None:
+        self._emitter = emitter
+        self._settings = settings
+        self._conversation_id = conversation_id
+        self._now = now
+        self._nodes: dict[str, _Node] = {}
+        self._first_agent: _Agent | None = None
+        self._resolver = SkillResolver(settings.cwd or Path(os.getcwd()), settings.skills_dirs)
+
+    # --- structure ---------------------------------------------------------------------------
+
+    def _work_context(self, node: _Node | None) -> Context | None:
+        """Where a tool or kept span under ``node`` goes: the active activation, if any."""
+        while node is not None and node.span is None:
+            node = node.parent
+        if node is None:
+            return None
+        if node.is_agent and node.agent is not None:
+            active = node.agent.activation
+            return active.context if active is not None else node.agent.context
+        return trace.set_span_in_context(node.span) if node.span is not None else None
+
+    def _agent_context(self, node: _Node | None) -> Context | None:
+        """Where a model call under ``node`` goes: its agent, never inside an activation."""
+        while node is not None and node.span is None:
+            node = node.parent
+        if node is not None and node.is_agent and node.agent is not None:
+            return node.agent.context
+        return self._work_context(node)
+
+    # --- SDK events ---------------------------------------------------------------------------
+
+    def span_started(self, span: SdkSpan) -> None:
+        data = span.span_data
+        kind = str(getattr(data, "type", "custom"))
+        parent = self._nodes.get(span.parent_id) if span.parent_id else None
+        agent = parent.agent if parent is not None else None
+        start = iso_to_ns(span.started_at)
+        node: _Node
+        if kind == "agent":
+            node = self._start_agent(data, parent, start)
+        elif kind in ("task", "turn"):
+            node = _Node(kind, None, agent, parent)
+        elif kind in ("response", "generation"):
+            chat = self._emitter.start_chat(
+                getattr(data, "model", None),
+                parent=self._agent_context(parent),
+                provider=sc.PROVIDER_OPENAI,
+                start_time=start,
+            )
+            node = _Node(kind, chat, agent, parent)
+        elif kind == "function":
+            node = self._start_tool(data, parent, agent, start)
+        else:
+            if kind == "handoff" and agent is not None:
+                self._end_activation(agent, start)
+            node = _Node(kind, self._start_kept(span, kind, parent, start), agent, parent)
+        self._nodes[span.span_id] = node
+
+    def span_ended(self, span: SdkSpan) -> None:
+        node = self._nodes.get(span.span_id)
+        if node is None or node.span is None:
+            return
+        end = iso_to_ns(span.ended_at)
+        error = _error_text(span)
+        data = span.span_data
+        if node.is_agent and node.agent is not None:
+            self._finish_agent(node.agent, data, error, end)
+        elif node.kind in ("response", "generation"):
+            self._finish_chat(node, data, error, end)
+        elif node.kind == "function":
+            if not node.arguments_known:
+                self._late_arguments(node, data)
+            self._emitter.finish_tool(
+                node.span, result=getattr(data, "output", None), error=error, end_time=end
+            )
+        else:
+            export = data.export() if callable(getattr(data, "export", None)) else None
+            self._emitter.set_content(node.span, sc.SKILLSIGHT_SOURCE_SPAN_DATA, export)
+            if error is not None:
+                node.span.set_status(Status(StatusCode.ERROR, error))
+            node.span.end(end_time=end)
+
+    def close(self) -> None:
+        """End whatever the SDK left open (a trace cut short), now."""
+        now = self._now()
+        for node in self._nodes.values():
+            if node.agent is not None:
+                self._end_activation(node.agent, now)
+            if node.span is not None and node.span.is_recording():
+                node.span.end(end_time=now)
+        self._nodes.clear()
+
+    # --- agents --------------------------------------------------------------------------------
+
+    def _start_agent(self, data: Any, parent: _Node | None, start: int | None) -> _Node:
+        owner = parent.agent if parent is not None else None
+        if owner is None and self._first_agent is not None:
+            parent_context: Context | None = self._first_agent.context
+        else:
+            parent_context = self._work_context(parent)
+        name = str(getattr(data, "name", "") or "agent")
+        span = self._emitter.start_agent(
+            name,
+            parent=parent_context,
+            conversation_id=self._conversation_id,
+            provider=sc.PROVIDER_OPENAI,
+            start_time=start,
+        )
+        skills = self._visible_skills()
+        if skills:
+            self._emitter.set_skills_available(span, skills)
+        agent = _Agent(span=span, context=trace.set_span_in_context(span), name=name)
+        if self._first_agent is None:
+            self._first_agent = agent
+        return _Node("agent", span, agent, parent, is_agent=True)
+
+    def _visible_skills(self) -> list[tuple[str, str | None]]:
+        found: list[tuple[str, str | None]] = []
+        for root in self._settings.skills_dirs:
+            try:
+                folders = sorted(p for p in root.iterdir() if (p / _SKILL_MD).is_file())
+            except OSError:
+                continue
+            for folder in folders:
+                info = info_from_dir(folder)
+                if info is not None and info.name not in {name for name, _ in found}:
+                    found.append((info.name, info.description))
+        return found
+
+    def _finish_agent(self, agent: _Agent, data: Any, error: str | None, end: int | None) -> None:
+        self._end_activation(agent, agent.final_ns or end)
+        tools = getattr(data, "tools", None)
+        if tools is not None:
+            agent.span.set_attribute(sc.SKILLSIGHT_AGENT_TOOLS, json.dumps(list(tools)))
+        handoffs = getattr(data, "handoffs", None)
+        if handoffs:
+            agent.span.set_attribute(sc.SKILLSIGHT_AGENT_HANDOFFS, json.dumps(list(handoffs)))
+        usage = Usage(
+            input_tokens=agent.input_tokens,
+            output_tokens=agent.output_tokens,
+            cache_read_input_tokens=agent.cache_read_tokens,
+        )
+        self._emitter.set_run_result(
+            agent.span, usage=usage, output=agent.final_output, error=error
+        )
+        agent.span.end(end_time=end)
+
+    # --- model calls -------------------------------------------------------------------------
+
+    def _finish_chat(self, node: _Node, data: Any, error: str | None, end: int | None) -> None:
+        span = node.span
+        assert span is not None  # only nodes with a span reach here
+        out = model_output(data)
+        if out.model and not getattr(data, "model", None):
+            # The Responses API names its model only in the answer.
+            span.update_name(f"{sc.OP_CHAT} {out.model}")
+            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, out.model)
+            span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, out.model)
+        finish = None
+        if out.known:
+            finish = "tool_calls" if out.asks_for_tools else "stop"
+        model_input = getattr(data, "input", None)
+        self._emitter.set_chat_result(
+            span,
+            usage=out.usage,
+            finish_reason=finish,
+            input=_plain_list(model_input),
+            output=_output_content(data),
+        )
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end(end_time=end)
+        agent = node.agent
+        if agent is None:
+            return
+        if out.usage is not None:
+            agent.input_tokens += out.usage.input_tokens or 0
+            agent.output_tokens += out.usage.output_tokens or 0
+            agent.cache_read_tokens += out.usage.cache_read_input_tokens or 0
+        prompt = _user_text(model_input)
+        if prompt and agent.prompt is None:
+            agent.prompt = prompt
+            self._emitter.set_content(agent.span, sc.GEN_AI_INPUT_MESSAGES, prompt)
+        agent.calls += out.calls
+        if out.known and not out.asks_for_tools and error is None:
+            agent.final_output = out.text
+            agent.final_ns = end
+            self._end_activation(agent, end)
+
+    # --- tools and activations -------------------------------------------------------------------
+
+    def _start_tool(
+        self, data: Any, parent: _Node | None, agent: _Agent | None, start: int | None
+    ) -> _Node:
+        # The SDK fills a function span's input only after starting it, so the arguments come
+        # from the model output that asked for the call (matched by name, in order).
+        name = str(getattr(data, "name", "") or "tool")
+        call = self._take_call(agent, name) if agent is not None else None
+        arguments = call.arguments if call is not None else _json_object(data.input)
+        if agent is not None and arguments is not None:
+            skill = self._activated_skill(agent, name, arguments)
+            if skill is not None:
+                self._start_activation(agent, skill[0], skill[1], start)
+        span = self._emitter.start_tool(
+            name,
+            call_id=call.call_id or None if call is not None else None,
+            arguments=arguments,
+            parent=self._work_context(parent),
+            start_time=start,
+        )
+        return _Node(
+            "function", span, agent, parent, start_ns=start, arguments_known=arguments is not None
+        )
+
+    def _late_arguments(self, node: _Node, data: Any) -> None:
+        """Arguments seen only at the end (no model output visible): record, maybe activate."""
+        assert node.span is not None  # only nodes with a span reach here
+        raw = getattr(data, "input", None)
+        arguments = _json_object(raw)
+        self._emitter.set_content(
+            node.span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments if arguments is not None else raw
+        )
+        if node.agent is not None and arguments is not None:
+            name = str(getattr(data, "name", "") or "tool")
+            skill = self._activated_skill(node.agent, name, arguments)
+            if skill is not None:
+                self._start_activation(node.agent, skill[0], skill[1], node.start_ns)
+
+    @staticmethod
+    def _take_call(agent: _Agent, name: str) -> _Call | None:
+        """The first pending model call of this tool, which this function span runs."""
+        for index, call in enumerate(agent.calls):
+            if call.name == name:
+                return agent.calls.pop(index)
+        return None
+
+    def _activated_skill(
+        self, agent: _Agent, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[SkillInfo, str] | None:
+        """The skill a tool call activates, with its trigger, or None."""
+        if name in self._settings.load_skill_tools:
+            skill = next(
+                (
+                    str(arguments[k]).strip()
+                    for k in _SKILL_ARGUMENT_KEYS
+                    if isinstance(arguments.get(k), str)
+                ),
+                None,
+            )
+            return (self._resolver.by_name(skill), sc.TRIGGER_LOAD_SKILL_TOOL) if skill else None
+        path = self._skill_md_path(arguments)
+        if path is None:
+            return None
+        read = skill_md_name(path) or Path(path).parent.name
+        active = agent.activation.skill.name if agent.activation is not None else None
+        if read == active:
+            return None  # reading the SKILL.md of the skill just loaded: the same activation
+        folder = Path(path).parent
+        if not folder.is_absolute() and self._settings.skills_dirs:
+            folder = self._settings.skills_dirs[0] / read
+        return self._resolver.by_dir(folder, read), sc.TRIGGER_READ_SKILL_MD
+
+    def _skill_md_path(self, arguments: Mapping[str, Any]) -> str | None:
+        """A ``…/SKILL.md`` path among the string arguments (or words of a shell command)."""
+        values: list[Any] = list(arguments.values())
+        for value in values:
+            if isinstance(value, list):
+                values += value
+                continue
+            if not isinstance(value, str) or _SKILL_MD not in value:
+                continue
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                words = value.split()
+            for word in words:
+                if word.endswith(_SKILL_MD) and (
+                    skill_md_name(word) or self._under_skills_dir(word)
+                ):
+                    return word
+        return None
+
+    def _under_skills_dir(self, path: str) -> bool:
+        parent = Path(path).parent.parent
+        return any(parent == root for root in self._settings.skills_dirs)
+
+    def _start_activation(
+        self, agent: _Agent, skill: SkillInfo, trigger: str, start: int | None
+    ) -> None:
+        self._end_activation(agent, start)
+        span = self._emitter.start_activation(
+            skill, trigger=trigger, input=agent.prompt, parent=agent.context, start_time=start
+        )
+        agent.activation = _Activation(span, trace.set_span_in_context(span), skill)
+
+    @staticmethod
+    def _end_activation(agent: _Agent, end: int | None) -> None:
+        if agent.activation is not None:
+            agent.activation.span.end(end_time=end)
+            agent.activation = None
+
+    # --- kept spans ------------------------------------------------------------------------
+
+    def _start_kept(
+        self, span: SdkSpan, kind: str, parent: _Node | None, start: int | None
+    ) -> Span:
+        data = span.span_data
+        if kind == "handoff":
+            title = f"handoff {getattr(data, 'to_agent', None) or ''}".strip()
+            context = self._agent_context(parent)
+        else:
+            label = getattr(data, "name", None) or getattr(data, "server", None)
+            title = str(label) if kind == "custom" and label else f"{kind} {label or ''}".strip()
+            context = self._work_context(parent)
+        kept = self._emitter.tracer.start_span(title, context=context, start_time=start)
+        kept.set_attribute(sc.SKILLSIGHT_SOURCE_SPAN_TYPE, kind)
+        return kept
+
+
+def _plain_list(value: Any) -> Any:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _output_content(data: Any) -> Any:
+    """The model's answer to capture: the response's output items, or the generation output."""
+    response = _plain(getattr(data, "response", None))
+    if isinstance(response, Mapping):
+        return response.get("output")
+    return _plain_list(getattr(data, "output", None))
