@@ -313,3 +313,77 @@ def test_security_scenario_touches_nothing_real(
     assert scenario.outside_dir is not None
     assert not scenario.outside_dir.is_relative_to(scenario.root)
     assert list(scenario.outside_dir.iterdir()) == []
+
+
+def _events(logs: list[Capture], name: str) -> list[dict[str, Any]]:
+    return [r["attrs"] for r in iter_log_records(logs) if r["attrs"].get("event.name") == name]
+
+
+def test_native_capture_subagent_spans_nest_under_the_agent_call() -> None:
+    manifest, native, _ = _load("subagent_skill")
+    spans = list(iter_spans(native))
+    by_id = {s["spanId"]: s for s in spans}
+    (agent_tool,) = [s for s in spans if s["attrs"].get("tool_name") == "Agent"]
+    (execution,) = [
+        s
+        for s in spans
+        if s["name"] == "claude_code.tool.execution" and s["parentSpanId"] == agent_tool["spanId"]
+    ]
+    inside = [s for s in spans if s.get("parentSpanId") == execution["spanId"]]
+    session = manifest["runs"]["claude_code"]["session_id"]
+    agent_ids = {s["attrs"]["agent_id"] for s in inside}
+    assert agent_tool["attrs"]["subagent_type"] == "data-analyst"
+    assert sorted((s["name"], s["attrs"].get("tool_name")) for s in inside) == [
+        ("claude_code.llm_request", None),
+        ("claude_code.llm_request", None),
+        ("claude_code.llm_request", None),
+        ("claude_code.tool", "Bash"),
+        ("claude_code.tool", "Skill"),
+    ]
+    assert len(agent_ids) == 1 and agent_ids != {session}
+    assert {s["attrs"]["gen_ai.conversation.id"] for s in inside} == agent_ids
+    assert {s["attrs"]["session.id"] for s in inside} == {session}
+    assert by_id[agent_tool["parentSpanId"]]["name"] == "claude_code.interaction"
+    (completed,) = _events(native, "subagent_completed")
+    assert (completed["agent_type"], completed["agent.source"], completed["agent_id"]) == (
+        "data-analyst",
+        "projectSettings",
+        agent_ids.pop(),
+    )
+    assert [
+        (e["skill.name"], e["invocation_trigger"]) for e in _events(native, "skill_activated")
+    ] == [("csv-summary", "nested-skill")]
+
+
+def test_native_capture_read_of_skill_md_names_no_skill() -> None:
+    manifest, native, _ = _load("read_skill_md")
+    (read,) = [s for s in iter_spans(native) if s["attrs"].get("tool_name") == "Read"]
+    skill_md = manifest["project_root"] + "/.claude/skills/csv-summary/SKILL.md"
+    assert read["attrs"]["file_path"] == skill_md
+    assert "skill_name" not in read["attrs"]
+    (output,) = [e for e in read["events"] if e["name"] == "tool.output"]
+    content = {a["key"]: a["value"]["stringValue"] for a in output["attributes"]}["content"]
+    assert content.startswith("---\nname: csv-summary\n")
+    assert _events(native, "skill_activated") == []
+
+
+def test_native_capture_second_skill_is_nested_skill() -> None:
+    _, native, _ = _load("two_skills")
+    assert [
+        (e["skill.name"], e["invocation_trigger"]) for e in _events(native, "skill_activated")
+    ] == [
+        ("csv-summary", "claude-proactive"),
+        ("unit-price", "nested-skill"),
+    ]
+
+
+def test_native_capture_failed_bash_marks_its_execution_span() -> None:
+    manifest, native, _ = _load("tool_error")
+    failed = manifest["expected"]["tool_calls"][1]["tool_use_id"]
+    spans = [s for s in iter_spans(native) if s["attrs"].get("tool_use_id") == failed]
+    assert sorted((s["name"], s.get("status", {}).get("code", 0)) for s in spans) == [
+        ("claude_code.tool", 0),
+        ("claude_code.tool.execution", 2),
+    ]
+    (result,) = [e for e in _events(native, "tool_result") if e["tool_use_id"] == failed]
+    assert (result["success"], result["error"]) == ("false", "Shell command failed")
