@@ -233,11 +233,11 @@ def played(
             entered += 1
             return original(*args, **kwargs)
 
-        claude_agent_sdk.query = query  # type: ignore[assignment]
+        claude_agent_sdk.query = query
         try:
             yield
         finally:
-            claude_agent_sdk.query = original  # type: ignore[assignment]
+            claude_agent_sdk.query = original
 
     workdir = tmp_path_factory.mktemp("scenarios")
     results = asyncio.run(
