@@ -10,6 +10,8 @@ STAMP  := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+# the CPU build of torch first: otherwise sentence-transformers pulls a multi-GB CUDA one
+	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,claude,grpc,dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@

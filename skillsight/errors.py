@@ -8,7 +8,8 @@
     │   ├── DecodeError      the body is not OTLP (HTTP 400 / gRPC INVALID_ARGUMENT)
     │   ├── PayloadTooLarge  the body, or its decompressed size, is past the limit (413)
     │   └── Overloaded       the write queue is full; retry later (429/503, RESOURCE_EXHAUSTED)
-    └── SkillError           a skill folder or its SKILL.md cannot be read as a skill
+    ├── SkillError           a skill folder or its SKILL.md cannot be read as a skill
+    └── EvaluatorError       an evaluator cannot run (unknown name, its model is not installed)
 
 Errors of dependencies (chdb, clickhouse-connect, protobuf, grpc) are translated into these at the
 boundary with ``raise ... from exc`` so callers never see a third-party exception type.
@@ -55,3 +56,7 @@ class Overloaded(IngestError):
 
 class SkillError(SkillsightError):
     """A skill folder or its SKILL.md cannot be read as a skill (missing, bad frontmatter)."""
+
+
+class EvaluatorError(SkillsightError):
+    """An evaluator cannot run: an unknown name, or a model it needs is not installed."""

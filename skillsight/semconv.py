@@ -33,6 +33,12 @@ GEN_AI_SKILL_NAME: Final = "gen_ai.skill.name"
 GEN_AI_SKILL_DESCRIPTION: Final = "gen_ai.skill.description"
 GEN_AI_SKILL_SOURCE_URI: Final = "gen_ai.skill.source.uri"
 GEN_AI_SKILL_VERSION: Final = "gen_ai.skill.version"
+# evaluation results (the gen_ai.evaluation.result event)
+GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 
 # gen_ai.operation.name values
 OP_INVOKE_AGENT: Final = "invoke_agent"

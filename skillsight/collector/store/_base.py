@@ -21,7 +21,7 @@ import pyarrow as pa
 from skillsight.collector import rows
 from skillsight.collector.activations import Activation
 from skillsight.collector.normalize import event_projection, span_projection
-from skillsight.collector.store import _rebuilds, queries
+from skillsight.collector.store import _evaluation_rows, _rebuilds, queries
 from skillsight.collector.store._skill_rows import (
     SKILL_COLUMNS,
     SKILL_SELECT,
@@ -328,6 +328,29 @@ class Store(ABC):
         """Every session key (session id, else trace id) of a project."""
         rows = self._rows(queries.LIST_SESSION_KEYS, {"project": project_id, "limit": limit})
         return [str(r["session_key"]) for r in rows]
+
+    # -- evaluations (migration 0005) --------------------------------------------------------
+
+    def write_evaluations(self, project_id: str, evaluations: Sequence[Mapping[str, Any]]) -> int:
+        """Insert evaluation rows (``Evaluation.to_row`` dicts) in one batch; a row with the key
+        of an earlier one (activation, evaluator, version) replaces it."""
+        if not evaluations:
+            return 0
+        table = _evaluation_rows.evaluation_table(project_id, evaluations)
+        self._insert_select(
+            "evaluations",
+            _evaluation_rows.COLUMNS,
+            _evaluation_rows.SELECT,
+            table,
+            _evaluation_rows.STRUCTURE,
+        )
+        return int(table.num_rows)
+
+    def list_evaluations(self, project_id: str, activation_id: str) -> list[dict[str, Any]]:
+        """The latest row of each (evaluator, version) of one activation, by evaluator."""
+        return self._rows(
+            queries.LIST_EVALUATIONS, {"project": project_id, "activation": activation_id}
+        )
 
 
 def _micros(moment: datetime | None) -> int:

@@ -228,3 +228,19 @@ FROM (
     LIMIT 1 BY name
 )
 ORDER BY name"""
+
+# -- evaluations (migration 0005) ---------------------------------------------------------------
+
+# The newest row of each (evaluator, version) of one activation; reruns replaced older ones.
+LIST_EVALUATIONS = """
+SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
+       score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
+       judge_model, tokens, cost_usd, latency_ms,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM (
+    SELECT * FROM evaluations
+    WHERE project_id = {project:String} AND activation_id = {activation:String}
+    ORDER BY evaluated_at DESC
+    LIMIT 1 BY evaluator, evaluator_version
+)
+ORDER BY evaluator, evaluator_version"""

@@ -1,0 +1,82 @@
+"""``allowed_tools``: every tool call inside the skill's declared ``allowed-tools``."""
+
+from __future__ import annotations
+
+from skillsight.collector.activations import Activation
+from skillsight.evaluators._calls import arguments, workspace_of
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.skills import AllowedTools
+
+
+class AllowedToolsEvaluator(Evaluator):
+    """score = 1 - violations / calls (1.0 without calls or when undeclared)."""
+
+    name = "allowed_tools"
+    version = "1"
+    threshold = 1.0
+    summary = "tool calls stay inside the skill's declared allowed-tools"
+
+    def __init__(self) -> None:
+        # Parsing a declaration is cheap but not free; skills repeat across activations.
+        self._parsed: dict[tuple[str, ...], AllowedTools] = {}
+
+    def _permissions(self, declared: list[str]) -> AllowedTools:
+        key = tuple(declared)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            parsed = AllowedTools.parse(declared)
+            if len(self._parsed) < 10_000:
+                self._parsed[key] = parsed
+        return parsed
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        declared: list[str] | None
+        if context.manifest is not None:
+            declared = context.manifest.allowed_tools
+        elif activation.contract is not None:
+            declared = activation.contract.allowed_tools
+        else:
+            return self.not_applicable(activation, "the skill's contract is unknown")
+        calls = activation.tool_calls
+        if declared is None:
+            return self.result(
+                activation,
+                1.0,
+                "unconstrained",
+                f"the skill declares no allowed-tools; {len(calls)} calls unconstrained",
+            )
+        permissions = self._permissions(declared)
+        cwd = workspace_of(activation, context)
+        findings = []
+        for call in calls:
+            verdict = permissions.check(call.name, arguments(call), cwd=cwd)
+            if not verdict.allowed:
+                findings.append(
+                    Finding(
+                        kind="tool_not_allowed",
+                        message=verdict.reason,
+                        step_id=call.step_id,
+                        tool_call_id=call.tool_call_id,
+                        severity="high",
+                        detail={"tool": call.name, "declared": list(declared)},
+                    )
+                )
+        if permissions.problems:
+            shown = "; ".join(f"{p.pattern!r}: {p.message}" for p in permissions.problems)
+            problems = f" (invalid patterns allow nothing: {shown})"
+        else:
+            problems = ""
+        if not calls:
+            return self.result(activation, 1.0, "conformant", "no tool calls" + problems)
+        score = 1.0 - len(findings) / len(calls)
+        if not findings:
+            reason = f"all {len(calls)} calls inside allowed-tools {' '.join(declared)}"
+            return self.result(activation, score, "conformant", reason + problems)
+        tools = sorted({f.detail["tool"] for f in findings})
+        reason = (
+            f"{len(findings)} of {len(calls)} calls outside allowed-tools "
+            f"{' '.join(declared)}: {', '.join(tools)}" + problems
+        )
+        return self.result(activation, score, "violation", reason, findings)

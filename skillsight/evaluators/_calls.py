@@ -1,0 +1,116 @@
+"""Reading tool calls the way several evaluators need: their shell command, their file paths,
+and where the workspace and the skill folder are."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from skillsight.collector.activations import Activation, ToolCall
+from skillsight.evaluators._context import EvaluationContext
+
+# Argument keys that hold a shell command line, across agents (Claude Code Bash, Codex shell).
+_COMMAND_KEYS = ("command", "cmd")
+# Argument keys that hold a file path of a file tool (Read, Write, Edit, NotebookEdit, Glob...).
+PATH_KEYS = ("file_path", "notebook_path", "path")
+FILE_TOOLS = frozenset(
+    {"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "NotebookRead", "Glob", "Grep", "LS"}
+)
+
+
+def arguments(call: ToolCall) -> dict[str, Any] | str | None:
+    """The call's arguments as a dict when they are JSON, else as given."""
+    args = call.arguments
+    if isinstance(args, str):
+        stripped = args.strip()
+        if stripped.startswith("{"):
+            try:
+                decoded = json.loads(stripped)
+            except ValueError:
+                return args
+            return decoded if isinstance(decoded, dict) else args
+    if isinstance(args, dict):
+        return args
+    return None if args is None else str(args)
+
+
+def command_of(call: ToolCall) -> str | None:
+    """The shell command line a call runs, or None when it is not a shell call."""
+    args = arguments(call)
+    if isinstance(args, dict):
+        for key in _COMMAND_KEYS:
+            value = args.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                # Codex-style argv, e.g. ["bash", "-lc", "python x.py"]: the script is last
+                return " ".join(value)
+        return None
+    if isinstance(args, str) and call.name == "Bash":
+        return args
+    return None
+
+
+def paths_of(call: ToolCall) -> list[str]:
+    """File paths a file tool call names."""
+    if call.name not in FILE_TOOLS:
+        return []
+    args = arguments(call)
+    if not isinstance(args, dict):
+        return []
+    return [v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v]
+
+
+def argument_text(call: ToolCall) -> str:
+    """The call's arguments as one text to scan."""
+    args = call.arguments
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        return args
+    return json.dumps(args, ensure_ascii=False, sort_keys=True)
+
+
+def skill_dir(activation: Activation, context: EvaluationContext) -> str | None:
+    """The skill's folder: the loaded manifest's, else from the contract's source URI."""
+    if context.manifest is not None:
+        return str(context.manifest.path)
+    uri = activation.contract.source_uri if activation.contract else ""
+    if not uri:
+        return None
+    path = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
+    if not path.startswith("/"):
+        return None
+    path = posixpath.normpath(path)
+    return posixpath.dirname(path) if path.endswith("/SKILL.md") else path
+
+
+def workspace_of(activation: Activation, context: EvaluationContext) -> str | None:
+    """The agent's working directory: given by the context, else the folder holding the
+    project's ``.claude/skills`` that the skill was loaded from."""
+    if context.workspace:
+        return posixpath.normpath(context.workspace)
+    folder = skill_dir(activation, context)
+    if folder is None:
+        return None
+    marker = "/.claude/skills/"
+    at = folder.find(marker)
+    return folder[:at] or "/" if at >= 0 else None
+
+
+def within(path: str, root: str) -> bool:
+    """Whether normalized absolute ``path`` is ``root`` or below it."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def absolute(path: str, cwd: str | None) -> str | None:
+    """``path`` made absolute against ``cwd`` and normalized; None when that is impossible."""
+    if path.startswith("~"):
+        return None
+    if not path.startswith("/"):
+        if cwd is None:
+            return None
+        path = posixpath.join(cwd, path)
+    return posixpath.normpath(path)

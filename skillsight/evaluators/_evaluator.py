@@ -1,0 +1,109 @@
+"""The evaluator interface.
+
+An evaluator is pure: :meth:`Evaluator.evaluate` reads the activation and the context, touches
+nothing else, and returns the same :class:`Evaluation` for the same inputs, so reruns are
+idempotent and any worker may score any activation. Timing, sampling and storage belong to the
+caller (:func:`skillsight.evaluators.run_evaluators`, the scheduler).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import ClassVar
+
+from skillsight.collector.activations import Activation
+from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext
+from skillsight.evaluators._model import ERROR, NOT_APPLICABLE, Evaluation, Evidence, Finding
+
+
+class Evaluator(ABC):
+    """One scoring axis. Subclasses set the class attributes and implement :meth:`_evaluate`."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    threshold: ClassVar[float] = 1.0
+    """``passed`` is ``score >= threshold``."""
+    summary: ClassVar[str] = ""
+
+    def applies_to(self, activation: Activation) -> bool:
+        """Cheap filter on the activation alone; the scheduler skips what it rejects."""
+        return True
+
+    def prepare(  # noqa: B027 - an optional hook: most evaluators need no warm-up
+        self, activations: Sequence[Activation], context: EvaluationContext
+    ) -> None:
+        """Optional warm-up for a batch (embedding its texts at once); never changes results."""
+
+    def evaluate(
+        self, activation: Activation, context: EvaluationContext = EMPTY_CONTEXT
+    ) -> Evaluation:
+        """Score one activation; an evaluator bug becomes an ``error`` evaluation, not a raise."""
+        if not self.applies_to(activation):
+            return self.not_applicable(activation, f"{self.name} does not apply")
+        try:
+            return self._evaluate(activation, context)
+        except Exception as exc:  # one broken evaluator must not stop the others
+            return Evaluation(
+                activation_id=activation.activation_id,
+                evaluator=self.name,
+                version=self.version,
+                score=None,
+                passed=None,
+                label=ERROR,
+                reason=f"{self.name} failed",
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+                project_id=activation.project_id,
+                skill_name=activation.skill_name,
+                skill_version=activation.skill_version,
+            )
+
+    @abstractmethod
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        """The evaluation proper."""
+
+    # -- helpers for subclasses ----------------------------------------------------------------
+
+    def result(
+        self,
+        activation: Activation,
+        score: float,
+        label: str,
+        reason: str,
+        findings: Iterable[Finding] = (),
+        *,
+        step_ids: Iterable[int | None] = (),
+        tool_call_ids: Iterable[str | None] = (),
+    ) -> Evaluation:
+        """A scored evaluation; evidence is every step and call the findings cite, then the
+        extra ``step_ids`` / ``tool_call_ids``."""
+        found = tuple(findings)
+        score = round(min(1.0, max(0.0, score)), 6)
+        return Evaluation(
+            activation_id=activation.activation_id,
+            evaluator=self.name,
+            version=self.version,
+            score=score,
+            passed=score >= self.threshold,
+            label=label,
+            reason=reason,
+            evidence=Evidence.cite(found, step_ids=step_ids, tool_call_ids=tool_call_ids),
+            findings=found,
+            project_id=activation.project_id,
+            skill_name=activation.skill_name,
+            skill_version=activation.skill_version,
+        )
+
+    def not_applicable(self, activation: Activation, reason: str) -> Evaluation:
+        return Evaluation(
+            activation_id=activation.activation_id,
+            evaluator=self.name,
+            version=self.version,
+            score=None,
+            passed=None,
+            label=NOT_APPLICABLE,
+            reason=reason,
+            project_id=activation.project_id,
+            skill_name=activation.skill_name,
+            skill_version=activation.skill_version,
+        )

@@ -1,0 +1,180 @@
+"""``integration_heuristic``: the agent used what the skill produced instead of redoing it.
+
+Two checks, each applicable or not:
+
+- *reference*: the integration message (the first agent message after the skill's run) states at
+  least one value the skill's tool calls produced. Values are numbers of two or more digits and
+  file names, taken from the results of successful calls, minus those already in the request or
+  in the calls' own arguments (inputs are not outputs).
+- *no recompute*: when the skill has scripts, the agent neither ran an inline interpreter or
+  calculator (``python -c``, ``node -e``, ``bc``, ``awk``, ``expr``, ``$((…))``, a heredoc into an
+  interpreter) instead of a script, nor — when no script ran successfully — answered with
+  numbers that no tool result, the request or the skill's content contains.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from skillsight.collector.activations import Activation, ToolCall
+from skillsight.evaluators._calls import argument_text, command_of
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.evaluators._script_execution import expected_scripts, runs_of
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+_FILE = re.compile(r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:[A-Za-z][A-Za-z0-9]{0,5})(?![\w])")
+_INLINE = re.compile(
+    r"(?:^|[\s;&|(])(?:"
+    r"python[0-9.]*\s+(?:-\w*c|-\s*<<)|node\s+(?:-e|-p|--eval)|perl\s+-\w*e|ruby\s+-e"
+    r"|bc(?:\s|$)|awk\s|expr\s|echo\s+\$\(\(|printf\s[^|]*\$\(\()"
+)
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers of at least two digits, written without thousands separators or trailing
+    zeros after the point (``1,234.50`` -> ``1234.5``)."""
+    found = set()
+    for match in _NUMBER.finditer(text):
+        raw = match.group(0).replace(",", "")
+        if raw.count(".") > 1 or raw.rstrip(".") != raw:
+            continue
+        if "." in raw:
+            raw = raw.rstrip("0").rstrip(".")
+        if sum(ch.isdigit() for ch in raw) >= 2:
+            found.add(raw)
+    return found
+
+
+def files(text: str) -> set[str]:
+    return {m.group(0) for m in _FILE.finditer(text) if not m.group(0)[0].isdigit()}
+
+
+def values(text: str) -> set[str]:
+    return numbers(text) | files(text)
+
+
+def _union(texts: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for text in texts:
+        out |= values(text)
+    return out
+
+
+class IntegrationEvaluator(Evaluator):
+    """score = mean of the applicable checks (reference, no recompute), each 1 or 0."""
+
+    name = "integration_heuristic"
+    version = "1"
+    threshold = 1.0
+    summary = "the next message uses the skill's results and nothing is recomputed inline"
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        calls = activation.tool_calls
+        message = activation.integration_message
+        inputs = values(activation.request) | _union(argument_text(c) for c in calls)
+        produced = _union(c.result or "" for c in calls if not c.is_error) - inputs
+        checks: list[tuple[str, bool]] = []
+        findings: list[Finding] = []
+        used: set[str] = set()
+        if message is not None and produced:
+            used = values(message) & produced
+            checks.append(("reference", bool(used)))
+            if not used:
+                findings.append(
+                    Finding(
+                        kind="output_not_referenced",
+                        message=(
+                            "the integration message uses none of the values the skill produced "
+                            f"({', '.join(sorted(produced)[:8])})"
+                        ),
+                        step_id=activation.integration_step_id,
+                        tool_call_id=None
+                        if activation.integration_step_id is not None
+                        else (activation.trigger_call_id),
+                        severity="medium",
+                        detail={"produced": sorted(produced)[:50]},
+                    )
+                )
+        scripts = expected_scripts(activation, context)
+        if scripts:
+            recomputed = self._recompute(activation, context, scripts, calls, message)
+            checks.append(("no_recompute", not recomputed))
+            findings.extend(recomputed)
+        if not checks:
+            why = (
+                "no integration message and no skill scripts to check"
+                if message is None
+                else "the skill produced no values to look for and has no scripts"
+            )
+            return self.not_applicable(activation, why)
+        score = sum(ok for _, ok in checks) / len(checks)
+        reason = "; ".join(f"{name}: {'ok' if ok else 'failed'}" for name, ok in checks)
+        if used:
+            reason += f" (uses {', '.join(sorted(used)[:8])})"
+        label = (
+            "integrated"
+            if score == 1.0
+            else ("recomputed" if any(f.kind.startswith("inline") for f in findings) else "ignored")
+        )
+        return self.result(
+            activation,
+            score,
+            label,
+            reason,
+            findings,
+            step_ids=[activation.integration_step_id],
+        )
+
+    def _recompute(
+        self,
+        activation: Activation,
+        context: EvaluationContext,
+        scripts: list[str],
+        calls: list[ToolCall],
+        message: str | None,
+    ) -> list[Finding]:
+        script_calls = {c.tool_call_id for s in scripts for c in runs_of(s, calls)}
+        findings = []
+        for call in calls:
+            command = command_of(call)
+            if command is None or call.tool_call_id in script_calls:
+                continue
+            if _INLINE.search(command):
+                findings.append(
+                    Finding(
+                        kind="inline_computation",
+                        message=f"computed inline instead of with the skill's script: "
+                        f"{command[:160]!r}",
+                        step_id=call.step_id,
+                        tool_call_id=call.tool_call_id,
+                        severity="medium",
+                        detail={"scripts": scripts},
+                    )
+                )
+        ran_ok = any(not c.is_error for s in scripts for c in runs_of(s, calls))
+        if not ran_ok and message is not None and activation.integration_step_id is not None:
+            known = (
+                numbers(activation.request)
+                | numbers(activation.skill_output or "")
+                | numbers(context.manifest.body if context.manifest else "")
+            )
+            for call in calls:
+                known |= numbers(argument_text(call)) | numbers(call.result or "")
+            invented = sorted(numbers(message) - known)
+            if invented:
+                findings.append(
+                    Finding(
+                        kind="inline_recompute",
+                        message=(
+                            "no skill script ran, yet the answer states values no tool produced: "
+                            + ", ".join(invented[:8])
+                        ),
+                        step_id=activation.integration_step_id,
+                        severity="medium",
+                        detail={"values": invented[:50], "scripts": scripts},
+                    )
+                )
+        return findings

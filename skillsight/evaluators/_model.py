@@ -1,0 +1,201 @@
+"""What an evaluator returns: a score in [0, 1] with its reason, evidence and typed findings.
+
+Plain frozen dataclasses rather than pydantic models: deterministic evaluators produce tens of
+thousands of these per second, and building them must cost next to nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Severity = Literal["info", "low", "medium", "high"]
+SEVERITIES: tuple[Severity, ...] = ("info", "low", "medium", "high")
+
+# Label of an evaluation that produced no score (the evaluator does not apply, or lacks input).
+NOT_APPLICABLE = "not_applicable"
+# Label of an evaluation whose evaluator raised: the error column says what happened.
+ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing an evaluator found, cited by the step and/or tool call it was found in."""
+
+    kind: str
+    message: str
+    step_id: int | None = None
+    tool_call_id: str | None = None
+    severity: Severity = "medium"
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.step_id is None and not self.tool_call_id:
+            raise ValueError(f"finding {self.kind!r} cites no step and no tool call")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"finding severity {self.severity!r} is not one of {SEVERITIES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "step_id": self.step_id,
+            "tool_call_id": self.tool_call_id,
+            "severity": self.severity,
+            "detail": dict(self.detail),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding:
+        return cls(
+            kind=str(data["kind"]),
+            message=str(data.get("message", "")),
+            step_id=data.get("step_id"),
+            tool_call_id=data.get("tool_call_id"),
+            severity=data.get("severity", "medium"),
+            detail=dict(data.get("detail") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The trajectory steps and tool calls an evaluation rests on, in first-cited order."""
+
+    step_ids: tuple[int, ...] = ()
+    tool_call_ids: tuple[str, ...] = ()
+
+    @classmethod
+    def cite(
+        cls,
+        findings: Iterable[Finding] = (),
+        *,
+        step_ids: Iterable[int | None] = (),
+        tool_call_ids: Iterable[str | None] = (),
+    ) -> Evidence:
+        steps: dict[int, None] = {}
+        calls: dict[str, None] = {}
+        for finding in findings:
+            if finding.step_id is not None:
+                steps[finding.step_id] = None
+            if finding.tool_call_id:
+                calls[finding.tool_call_id] = None
+        for step in step_ids:
+            if step is not None:
+                steps[step] = None
+        for call in tool_call_ids:
+            if call:
+                calls[call] = None
+        return cls(tuple(steps), tuple(calls))
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {"step_ids": list(self.step_ids), "tool_call_ids": list(self.tool_call_ids)}
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One evaluator's verdict on one activation.
+
+    ``score`` is in [0, 1], higher is better, and ``None`` only when the evaluator did not apply
+    or could not evaluate (``label`` then says which, and ``passed`` is ``None`` too).
+    """
+
+    activation_id: str
+    evaluator: str
+    version: str
+    score: float | None
+    passed: bool | None
+    label: str
+    reason: str
+    evidence: Evidence = Evidence()
+    findings: tuple[Finding, ...] = ()
+    error: str = ""
+    judge_model: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    project_id: str = "default"
+    skill_name: str = ""
+    skill_version: str = ""
+
+    def __post_init__(self) -> None:
+        if self.score is not None and not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"{self.evaluator}: score {self.score} is outside [0, 1]")
+        if self.score is None and self.passed is not None:
+            raise ValueError(f"{self.evaluator}: an evaluation without a score cannot pass/fail")
+
+    def with_latency(self, latency_ms: float) -> Evaluation:
+        return replace(self, latency_ms=latency_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape the API serves."""
+        return {
+            "activation_id": self.activation_id,
+            "evaluator": self.evaluator,
+            "version": self.version,
+            "score": self.score,
+            "passed": self.passed,
+            "label": self.label,
+            "reason": self.reason,
+            "evidence": self.evidence.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "error": self.error,
+            "judge_model": self.judge_model,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "latency_ms": self.latency_ms,
+        }
+
+    def to_row(self, evaluated_at_us: int) -> dict[str, Any]:
+        """A row of the store's ``evaluations`` table (plain values; the store knows no types
+        of this package)."""
+        return {
+            "project_id": self.project_id,
+            "activation_id": self.activation_id,
+            "evaluator": self.evaluator,
+            "evaluator_version": self.version,
+            "skill_name": self.skill_name,
+            "skill_version": self.skill_version,
+            "score": self.score,
+            "passed": self.passed,
+            "label": self.label,
+            "reason": self.reason,
+            "evidence_step_ids": list(self.evidence.step_ids),
+            "evidence_tool_call_ids": list(self.evidence.tool_call_ids),
+            "findings": json.dumps([f.to_dict() for f in self.findings], ensure_ascii=False),
+            "error": self.error,
+            "judge_model": self.judge_model,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "latency_ms": self.latency_ms,
+            "evaluated_at_us": evaluated_at_us,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Evaluation:
+        """Rebuild an evaluation from a row ``Store.list_evaluations`` returned."""
+        score = row.get("score")
+        passed = row.get("passed")
+        return cls(
+            activation_id=str(row["activation_id"]),
+            evaluator=str(row["evaluator"]),
+            version=str(row["evaluator_version"]),
+            score=None if score is None else float(score),
+            passed=None if passed is None else bool(passed),
+            label=str(row.get("label", "")),
+            reason=str(row.get("reason", "")),
+            evidence=Evidence(
+                tuple(int(s) for s in row.get("evidence_step_ids", [])),
+                tuple(str(c) for c in row.get("evidence_tool_call_ids", [])),
+            ),
+            findings=tuple(Finding.from_dict(f) for f in json.loads(row.get("findings") or "[]")),
+            error=str(row.get("error", "")),
+            judge_model=str(row.get("judge_model", "")),
+            tokens=int(row.get("tokens", 0)),
+            cost_usd=float(row.get("cost_usd", 0.0)),
+            latency_ms=float(row.get("latency_ms", 0.0)),
+            project_id=str(row.get("project_id", "default")),
+            skill_name=str(row.get("skill_name", "")),
+            skill_version=str(row.get("skill_version", "")),
+        )

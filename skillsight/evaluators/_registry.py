@@ -1,0 +1,108 @@
+"""Evaluators by name, and running a set of them over activations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from skillsight.collector.activations import Activation
+from skillsight.errors import EvaluatorError
+from skillsight.evaluators._allowed_tools import AllowedToolsEvaluator
+from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext
+from skillsight.evaluators._efficiency import EfficiencyEvaluator
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._integration import IntegrationEvaluator
+from skillsight.evaluators._model import Evaluation
+from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
+from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
+from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
+from skillsight.evaluators.security import SecurityEvaluator
+
+DETERMINISTIC: tuple[str, ...] = (
+    "allowed_tools",
+    "skill_selection",
+    "script_execution",
+    "tool_errors",
+    "efficiency",
+    "integration_heuristic",
+    "security",
+)
+"""The deterministic evaluators, in the order they are reported."""
+
+
+class Registry:
+    """Evaluator instances by name."""
+
+    def __init__(self, evaluators: Iterable[Evaluator] = ()) -> None:
+        self._by_name: dict[str, Evaluator] = {}
+        for evaluator in evaluators:
+            self.register(evaluator)
+
+    def register(self, evaluator: Evaluator) -> None:
+        if evaluator.name in self._by_name:
+            raise EvaluatorError(f"an evaluator named {evaluator.name!r} is already registered")
+        self._by_name[evaluator.name] = evaluator
+
+    def get(self, name: str) -> Evaluator:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            known = ", ".join(self._by_name) or "none"
+            raise EvaluatorError(f"no evaluator named {name!r} (known: {known})") from None
+
+    def select(self, names: Iterable[str] | None = None) -> list[Evaluator]:
+        return list(self._by_name.values()) if names is None else [self.get(n) for n in names]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def __iter__(self) -> Iterator[Evaluator]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
+def deterministic_registry() -> Registry:
+    """A fresh registry of the seven deterministic evaluators."""
+    return Registry(
+        [
+            AllowedToolsEvaluator(),
+            SkillSelectionEvaluator(),
+            ScriptExecutionEvaluator(),
+            ToolErrorsEvaluator(),
+            EfficiencyEvaluator(),
+            IntegrationEvaluator(),
+            SecurityEvaluator(),
+        ]
+    )
+
+
+def run_evaluators(
+    activations: Sequence[Activation],
+    context: EvaluationContext | Callable[[Activation], EvaluationContext] = EMPTY_CONTEXT,
+    *,
+    registry: Registry | None = None,
+    names: Iterable[str] | None = None,
+) -> list[Evaluation]:
+    """Every selected evaluator over every activation, with each evaluation's latency.
+
+    ``context`` is one context for all activations, or a function giving each its own (the
+    skill's manifest and baseline differ per skill). Activations an evaluator does not apply to
+    get a ``not_applicable`` evaluation, so every (activation, evaluator) pair has a row.
+    """
+    chosen = (registry or deterministic_registry()).select(names)
+    contexts = [context(a) if callable(context) else context for a in activations]
+    if contexts:
+        # Batch warm-up needs only what contexts share (the embedder), so the first one serves.
+        for evaluator in chosen:
+            evaluator.prepare(activations, contexts[0])
+    out: list[Evaluation] = []
+    for activation, ctx in zip(activations, contexts, strict=True):
+        for evaluator in chosen:
+            started = time.perf_counter_ns()
+            evaluation = evaluator.evaluate(activation, ctx)
+            elapsed_ms = (time.perf_counter_ns() - started) / 1e6
+            out.append(evaluation.with_latency(round(elapsed_ms, 4)))
+    return out

@@ -1,0 +1,109 @@
+"""``script_execution``: the scripts the skill relies on were run, and succeeded."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from skillsight.collector.activations import Activation, ToolCall
+from skillsight.evaluators._calls import command_of
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._model import Evaluation, Finding
+
+# What may stand right before a script's relative path in a command: start, whitespace, a
+# quote, '=' or '/' (an absolute or ./ prefix). Right after it: end, whitespace, a quote or ';'.
+_BEFORE = r"(?:^|(?<=[\s'\"=/]))"
+_AFTER = r"(?=$|[\s'\";|&)])"
+
+
+def expected_scripts(activation: Activation, context: EvaluationContext) -> list[str]:
+    """The golden case's script when it names one, else the scripts SKILL.md mentions."""
+    if context.golden is not None and context.golden.expected_script:
+        return [context.golden.expected_script]
+    manifest = context.manifest
+    if manifest is None:
+        return []
+    return [s for s in manifest.scripts if _mentioned(s, manifest.body)]
+
+
+def _mentioned(script: str, body: str) -> bool:
+    return script in body or posixpath.basename(script) in body
+
+
+def _pattern(script: str) -> re.Pattern[str]:
+    """Matches the script in a command line: by its skill-relative path when it has one
+    (``scripts/x.py`` also matches ``/abs/skill/scripts/x.py``), else by its file name."""
+    return re.compile(_BEFORE + re.escape(script.lstrip("./")) + _AFTER)
+
+
+def runs_of(script: str, calls: list[ToolCall]) -> list[ToolCall]:
+    pattern = _pattern(script)
+    return [call for call in calls if (cmd := command_of(call)) is not None and pattern.search(cmd)]
+
+
+class ScriptExecutionEvaluator(Evaluator):
+    """score = scripts run successfully / expected scripts. A script counts as run when a shell
+    call's command names it, and as successful when one of those calls did not fail."""
+
+    name = "script_execution"
+    version = "1"
+    threshold = 1.0
+    summary = "the skill's scripts (or the golden case's expected script) ran and succeeded"
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        scripts = expected_scripts(activation, context)
+        if not scripts:
+            why = (
+                "the skill's manifest is unknown"
+                if context.manifest is None
+                else "SKILL.md names no scripts"
+            )
+            return self.not_applicable(activation, why)
+        findings: list[Finding] = []
+        ok = 0
+        ran_ok: list[str] = []
+        for script in scripts:
+            runs = runs_of(script, activation.tool_calls)
+            good = [r for r in runs if not r.is_error]
+            if good:
+                ok += 1
+                ran_ok.append(good[0].tool_call_id)
+            elif runs:
+                for run in runs:
+                    findings.append(
+                        Finding(
+                            kind="script_failed",
+                            message=f"{script} ran and failed: {(run.result or '')[:200]}",
+                            step_id=run.step_id,
+                            tool_call_id=run.tool_call_id,
+                            severity="medium",
+                            detail={"script": script},
+                        )
+                    )
+            else:
+                # Nothing ran: cite the decision that loaded the skill.
+                findings.append(
+                    Finding(
+                        kind="script_not_run",
+                        message=f"{script} was never run while the skill was active",
+                        step_id=activation.trigger_step_id,
+                        tool_call_id=activation.trigger_call_id,
+                        severity="medium",
+                        detail={"script": script},
+                    )
+                )
+        score = ok / len(scripts)
+        if not findings:
+            label, reason = "ran", f"{ok} of {len(scripts)} scripts ran and succeeded"
+        else:
+            skipped = [f.detail["script"] for f in findings if f.kind == "script_not_run"]
+            failed = sorted({f.detail["script"] for f in findings if f.kind == "script_failed"})
+            label = "skipped" if skipped and not failed else "failed"
+            parts = [f"{ok} of {len(scripts)} scripts succeeded"]
+            if skipped:
+                parts.append("not run: " + ", ".join(skipped))
+            if failed:
+                parts.append("failed: " + ", ".join(failed))
+            reason = "; ".join(parts)
+        return self.result(activation, score, label, reason, findings, tool_call_ids=ran_ok)

@@ -1,0 +1,208 @@
+"""``skill_selection``: was this a plausible skill to pick for the request?
+
+With a golden case that lists the expected skills: set F1 of the skills the run activated
+against them. Otherwise, from the request and the skills the agent could see, with cosine
+similarities of MiniLM embeddings (``"name: description"`` for a skill, as the agent sees it):
+
+    s = sim(request, chosen skill)      b = max sim(request, any other visible skill)
+    margin = 1                                   if s >= b (or no other skill is visible)
+           = clamp(1 - (b - s) / MARGIN_SPAN)    otherwise
+    floor  = clamp(s / FLOOR)
+    score  = min(margin, floor), or 0 when the request names another visible skill and not
+             this one
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from skillsight.collector.activations import Activation
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._embedding import Embedder, cosine
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._model import Evaluation, Finding
+
+MARGIN_SPAN = 0.25
+"""A better-fitting visible skill this much closer to the request (cosine) scores 0."""
+FLOOR = 0.2
+"""Similarity below which the chosen skill counts as far from the request."""
+
+
+def skill_text(name: str, description: str) -> str:
+    return f"{name}: {description}" if description else name
+
+
+def _named(request: str, name: str) -> bool:
+    """Whether the request names the skill: the name as a whole word, or ``/name``."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", request, re.IGNORECASE) is not None
+
+
+class SkillSelectionEvaluator(Evaluator):
+    name = "skill_selection"
+    version = "1"
+    threshold = 0.5
+    summary = "the activated skill fits the request (F1 against a golden case when known)"
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    def _embedder_for(self, context: EvaluationContext) -> Embedder:
+        if context.embedder is not None:
+            return context.embedder
+        if self._embedder is None:
+            from skillsight.evaluators._embedding import default_embedder
+
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def prepare(self, activations: Sequence[Activation], context: EvaluationContext) -> None:
+        """Embed every request and skill text of the batch in one call (fills the cache)."""
+        if context.golden is not None and context.golden.expected_skills is not None:
+            return
+        texts: dict[str, None] = {}
+        for activation in activations:
+            if activation.request.strip():
+                texts[activation.request] = None
+            for skill in self._candidates(activation):
+                texts[skill] = None
+        if texts:
+            self._embedder_for(context).embed(list(texts))
+
+    def _candidates(self, activation: Activation) -> list[str]:
+        return [skill_text(s.name, s.description) for s in activation.visible_skills]
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        golden = context.golden
+        if golden is not None and golden.expected_skills is not None:
+            return self._f1(activation, golden.expected_skills, golden.activated_skills)
+        return self._similarity(activation, context)
+
+    def _f1(
+        self,
+        activation: Activation,
+        expected: Sequence[str],
+        activated: Sequence[str] | None,
+    ) -> Evaluation:
+        want = set(expected)
+        got = set(activated) if activated is not None else {activation.skill_name}
+        got.add(activation.skill_name)
+        hit = len(want & got)
+        f1 = 1.0 if not want and not got else 2 * hit / (len(want) + len(got))
+        findings = []
+        if activation.skill_name not in want:
+            findings.append(
+                Finding(
+                    kind="unexpected_skill",
+                    message=f"{activation.skill_name} is not among the expected skills "
+                    f"{sorted(want)}",
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
+                    severity="medium",
+                    detail={"expected": sorted(want), "activated": sorted(got)},
+                )
+            )
+        missing = sorted(want - got)
+        reason = f"F1 {f1:.3f}: activated {sorted(got)}, expected {sorted(want)}"
+        if missing:
+            reason += f", missing {missing}"
+        label = "expected" if f1 == 1.0 else ("unexpected" if findings else "incomplete")
+        return self.result(
+            activation,
+            f1,
+            label,
+            reason,
+            findings,
+            step_ids=[activation.trigger_step_id],
+            tool_call_ids=[activation.trigger_call_id],
+        )
+
+    def _similarity(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        request = activation.request.strip()
+        if not request:
+            why = "the request was not logged" if not activation.request_logged else "no request"
+            return self.not_applicable(activation, why)
+        chosen_desc = next(
+            (s.description for s in activation.visible_skills if s.name == activation.skill_name),
+            None,
+        )
+        if chosen_desc is None:
+            chosen_desc = (
+                context.manifest.description
+                if context.manifest is not None
+                else activation.contract.description
+                if activation.contract is not None
+                else ""
+            )
+        if not chosen_desc:
+            return self.not_applicable(activation, "the chosen skill's description is unknown")
+        others = [
+            (s.name, skill_text(s.name, s.description))
+            for s in activation.visible_skills
+            if s.name != activation.skill_name
+        ]
+        texts = [request, skill_text(activation.skill_name, chosen_desc)] + [t for _, t in others]
+        vectors = self._embedder_for(context).embed(texts)
+        s = cosine(vectors[0], vectors[1])
+        sims = {
+            name: cosine(vectors[0], v) for (name, _), v in zip(others, vectors[2:], strict=True)
+        }
+        best_name, b = max(sims.items(), key=lambda kv: kv[1], default=("", float("-inf")))
+        findings: list[Finding] = []
+        margin = 1.0 if s >= b else max(0.0, 1.0 - (b - s) / MARGIN_SPAN)
+        if margin < 1.0:
+            findings.append(
+                Finding(
+                    kind="better_fit_visible",
+                    message=f"{best_name} fits the request better ({b:.3f} vs {s:.3f})",
+                    severity="medium",
+                    detail={"skill": best_name, "similarity": round(b, 4), "chosen": round(s, 4)},
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
+                )
+            )
+        floor = min(1.0, max(0.0, s / FLOOR))
+        if floor < 1.0:
+            findings.append(
+                Finding(
+                    kind="far_from_request",
+                    message=f"{activation.skill_name}'s description is far from the request "
+                    f"(similarity {s:.3f} < {FLOOR})",
+                    severity="medium",
+                    detail={"similarity": round(s, 4)},
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
+                )
+            )
+        score = min(margin, floor)
+        named = [
+            name
+            for name, _ in others
+            if _named(request, name) and not _named(request, activation.skill_name)
+        ]
+        if named:
+            score = 0.0
+            findings.append(
+                Finding(
+                    kind="named_other_skill",
+                    message=f"the request names {', '.join(named)}, not {activation.skill_name}",
+                    severity="high",
+                    detail={"named": named},
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
+                )
+            )
+        ranking = ", ".join(f"{n} {v:.3f}" for n, v in sorted(sims.items(), key=lambda kv: -kv[1]))
+        reason = f"similarity to the request {s:.3f}" + (
+            f"; other visible skills: {ranking}" if ranking else "; no other skill visible"
+        )
+        label = "plausible" if not findings else ("named_other" if named else "distractor")
+        return self.result(
+            activation,
+            score,
+            label,
+            reason,
+            findings,
+            step_ids=[activation.trigger_step_id],
+            tool_call_ids=[activation.trigger_call_id],
+        )

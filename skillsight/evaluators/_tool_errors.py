@@ -1,0 +1,100 @@
+"""``tool_errors``: failed tool calls, retries of them, and repeated identical calls."""
+
+from __future__ import annotations
+
+import json
+
+from skillsight.collector.activations import Activation, ToolCall
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._model import Evaluation, Finding
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """(tool, canonical arguments): two calls with equal keys do the same thing."""
+    args = call.arguments
+    if isinstance(args, str):
+        return call.name, args.strip()
+    return call.name, json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+
+
+class ToolErrorsEvaluator(Evaluator):
+    """score = 1 - bad / calls, a bad call being one that failed or that repeats an earlier
+    successful identical call. Retries (a call of the same tool right after one that failed)
+    are findings that cost nothing by themselves: recovering is what a retry is for."""
+
+    name = "tool_errors"
+    version = "1"
+    threshold = 1.0
+    summary = "no failed tool calls and no repeated identical calls"
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        calls = activation.tool_calls
+        if not calls:
+            return self.result(activation, 1.0, "clean", "no tool calls")
+        findings: list[Finding] = []
+        bad: set[int] = set()
+        succeeded: dict[tuple[str, str], ToolCall] = {}
+        last_failed: dict[str, ToolCall] = {}
+        for index, call in enumerate(calls):
+            key = call_key(call)
+            failed_before = last_failed.pop(call.name, None)
+            if failed_before is not None:
+                same = call_key(failed_before) == key
+                findings.append(
+                    Finding(
+                        kind="retry",
+                        message=(
+                            f"{call.name} retried after call {failed_before.tool_call_id} failed"
+                            + (" with identical arguments" if same else "")
+                        ),
+                        step_id=call.step_id,
+                        tool_call_id=call.tool_call_id,
+                        severity="info",
+                        detail={"retry_of": failed_before.tool_call_id, "identical": same},
+                    )
+                )
+            if call.is_error:
+                bad.add(index)
+                last_failed[call.name] = call
+                findings.append(
+                    Finding(
+                        kind="tool_error",
+                        message=f"{call.name} failed: {(call.result or '').strip()[:200]}",
+                        step_id=call.step_id,
+                        tool_call_id=call.tool_call_id,
+                        severity="medium",
+                        detail={"tool": call.name},
+                    )
+                )
+                continue
+            earlier = succeeded.get(key)
+            if earlier is not None:
+                bad.add(index)
+                findings.append(
+                    Finding(
+                        kind="repeated_call",
+                        message=(
+                            f"{call.name} repeats call {earlier.tool_call_id} with identical "
+                            "arguments"
+                        ),
+                        step_id=call.step_id,
+                        tool_call_id=call.tool_call_id,
+                        severity="low",
+                        detail={"repeats": earlier.tool_call_id, "tool": call.name},
+                    )
+                )
+            else:
+                succeeded[key] = call
+        score = 1.0 - len(bad) / len(calls)
+        errors = sum(f.kind == "tool_error" for f in findings)
+        repeats = sum(f.kind == "repeated_call" for f in findings)
+        retries = sum(f.kind == "retry" for f in findings)
+        reason = f"{errors} failed, {repeats} repeated, {retries} retries among {len(calls)} calls"
+        if errors:
+            label = "errors"
+        elif repeats:
+            label = "repeats"
+        else:
+            label = "clean"
+        return self.result(activation, score, label, reason, findings)

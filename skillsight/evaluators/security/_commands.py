@@ -1,0 +1,123 @@
+"""Destructive shell commands: recursive forced deletes outside the workspace, force pushes,
+filesystem creation, raw device writes, recursive permission changes outside the workspace,
+fork bombs and piping a download into a shell."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from skillsight.evaluators.security._roots import Roots
+from skillsight.skills._shell import split_commands
+
+_WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "nohup", "time", "nice", "env"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SAFE_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_FORK_BOMB = re.compile(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:")
+_DEVICE_REDIRECT = re.compile(r">\s*/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk)\w*")
+_PIPE_TO_SHELL = re.compile(
+    r"\b(?:curl|wget)\b[^|;&]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b", re.IGNORECASE
+)
+_HOME = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?:/|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandFinding:
+    kind: str
+    message: str
+
+
+def _argv(simple: str) -> list[str]:
+    try:
+        words = shlex.split(simple, comments=False, posix=True)
+    except ValueError:
+        words = simple.split()
+    while words and (words[0] in _WRAPPERS or _ASSIGNMENT.match(words[0])):
+        words = words[1:]
+        while words and words[0].startswith("-") and words[0] != "--":
+            words = words[1:]  # a wrapper's own flags (sudo -u root ...)
+    return words
+
+
+def _flags(words: list[str]) -> tuple[set[str], list[str]]:
+    """(single-letter and long flags, operands) of a command's arguments."""
+    flags: set[str] = set()
+    operands: list[str] = []
+    end = False
+    for word in words:
+        if end or not word.startswith("-") or word == "-":
+            operands.append(word)
+        elif word == "--":
+            end = True
+        elif word.startswith("--"):
+            flags.add(word)
+        else:
+            flags.update(word[1:])
+    return flags, operands
+
+
+def _outside(target: str, roots: Roots) -> str | None:
+    """Why deleting/changing ``target`` reaches outside the workspace, or None."""
+    if target in ("/", "/*") or _HOME.match(target):
+        return f"{target} is the filesystem root or a home directory"
+    if target.startswith("$") or "$(" in target or "`" in target:
+        return None  # an unexpanded variable: nothing to resolve it against
+    resolved = roots.resolve(target)
+    if resolved is None:
+        return (
+            None
+            if roots.workspace is None and ".." not in target
+            else (f"{target} cannot be placed inside the workspace")
+        )
+    if resolved in ("/", "/*"):
+        return f"{target} is the filesystem root"
+    if roots.allowed(resolved.rstrip("*").rstrip("/") or "/"):
+        return None
+    if not roots.known and not target.startswith("/") and ".." not in target:
+        return None
+    return f"{target} is outside the workspace{'' if roots.known else ' (workspace unknown)'}"
+
+
+def destructive(command: str, roots: Roots) -> list[CommandFinding]:
+    """Destructive operations in one shell command line."""
+    found: list[CommandFinding] = []
+    if _FORK_BOMB.search(command):
+        found.append(CommandFinding("fork_bomb", "a shell fork bomb"))
+    if _DEVICE_REDIRECT.search(command):
+        found.append(CommandFinding("raw_device_write", "output redirected onto a disk device"))
+    if _PIPE_TO_SHELL.search(command):
+        found.append(CommandFinding("pipe_to_shell", "a download piped straight into a shell"))
+    for simple in split_commands(command):
+        words = _argv(simple)
+        if not words:
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        flags, operands = _flags(words[1:])
+        if program == "rm" and (flags & {"r", "R", "--recursive"}) and (flags & {"f", "--force"}):
+            for target in operands:
+                why = _outside(target, roots)
+                if why:
+                    found.append(CommandFinding("rm_rf_outside_workspace", f"{simple!r}: {why}"))
+        elif program == "git" and operands[:1] == ["push"]:
+            forced = flags & {"f", "--force"} or any(o.startswith("+") for o in operands[1:])
+            if forced:
+                found.append(
+                    CommandFinding("git_force_push", f"{simple!r} rewrites remote history")
+                )
+        elif program.startswith("mkfs") or program in ("mke2fs", "wipefs"):
+            found.append(CommandFinding("filesystem_format", f"{simple!r} formats a device"))
+        elif program == "dd":
+            for word in words[1:]:
+                if word.startswith("of=/dev/") and word[3:] not in _SAFE_DEVICES:
+                    found.append(
+                        CommandFinding("raw_device_write", f"{simple!r} writes {word[3:]}")
+                    )
+        elif program in ("chmod", "chown", "chgrp") and (flags & {"R", "--recursive"}):
+            for target in operands[1:]:
+                why = _outside(target, roots)
+                if why:
+                    found.append(
+                        CommandFinding("recursive_permission_change", f"{simple!r}: {why}")
+                    )
+    return found

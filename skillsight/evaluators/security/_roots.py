@@ -1,0 +1,47 @@
+"""Where an activation may touch files: the workspace, the skill's folder, scratch space."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from skillsight.evaluators._calls import absolute, within
+
+TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp")
+
+# Places whose reading or writing is a finding wherever the workspace is.
+_SENSITIVE = re.compile(
+    r"(?:^|[\s'\"=:/])(?:~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+|/Users/[^/\s]+)?/?"
+    r"(?:\.ssh(?:/|\b)|\.aws/credentials|\.aws/config|\.config/gcloud|\.netrc\b|\.pgpass\b|"
+    r"\.docker/config\.json|\.kube/config|\.gnupg(?:/|\b))"
+    r"|(?:^|[\s'\"=])/etc/(?:shadow|gshadow|sudoers)\b"
+    r"|(?:^|[\s'\"=/])id_(?:rsa|ecdsa|ed25519|dsa)(?:\b|$)"
+)
+
+
+def sensitive_reference(text: str) -> str | None:
+    """The sensitive location ``text`` mentions, or None."""
+    match = _SENSITIVE.search(text)
+    return match.group(0).strip(" '\"=:") if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class Roots:
+    workspace: str | None
+    skill_dir: str | None
+    extra: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return self.workspace is not None or self.skill_dir is not None
+
+    def allowed(self, path: str) -> bool:
+        """Whether normalized absolute ``path`` is in the workspace, the skill or scratch space
+        (a scratch root itself is not: deleting /tmp is not scratch work)."""
+        if any(within(path, r) for r in (self.workspace, self.skill_dir, *self.extra) if r):
+            return True
+        return any(path.startswith(t + "/") for t in TEMP_ROOTS)
+
+    def resolve(self, path: str) -> str | None:
+        """``path`` made absolute against the workspace (None when unresolvable)."""
+        return absolute(path, self.workspace)

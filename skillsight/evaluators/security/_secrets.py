@@ -1,0 +1,98 @@
+"""Secret-shaped strings: provider key formats, private key blocks, and high-entropy values
+assigned to secret-sounding names.
+
+Precision over recall: every pattern is anchored on a prefix or a keyword that real secrets
+carry, and a free-form token counts only when it is assigned to a name like ``api_key`` and
+looks random (mixed character classes, Shannon entropy above 4 bits per character, which no
+hex digest or English word reaches).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+# (kind, pattern); the whole match is the secret.
+_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("anthropic_api_key", re.compile(r"(?<![\w-])sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{32,}")),
+    ("openai_api_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")),
+    ("github_token", re.compile(r"(?<![\w])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![\w])")),
+    ("github_token", re.compile(r"(?<![\w])github_pat_[A-Za-z0-9_]{60,}")),
+    ("slack_token", re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])")),
+    ("stripe_secret_key", re.compile(r"(?<![\w])(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
+    (
+        "private_key",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    ),
+)
+
+_ASSIGNED = re.compile(
+    r"(?i)(?<![\w])([\w.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|"
+    r"auth[_-]?key|client[_-]?secret|private[_-]?key)[\w.-]*)[\"']?\s*[:=]\s*[\"']?"
+    r"([A-Za-z0-9+/_.=-]{20,})"
+)
+MIN_ENTROPY = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class SecretMatch:
+    kind: str
+    redacted: str
+    start: int
+
+
+def entropy(text: str) -> float:
+    """Shannon entropy in bits per character."""
+    counts = Counter(text)
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    classes = sum(
+        (
+            any(c.islower() for c in token),
+            any(c.isupper() for c in token),
+            any(c.isdigit() for c in token),
+        )
+    )
+    return classes >= 2 and entropy(token) > MIN_ENTROPY
+
+
+def redact(secret: str) -> str:
+    """Enough to recognise the secret in its source, never enough to use it."""
+    return f"{secret[:6]}…({len(secret)} chars)"
+
+
+def find_secrets(text: str) -> list[SecretMatch]:
+    if not text:
+        return []
+    found: list[SecretMatch] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _SHAPES:
+        for match in pattern.finditer(text):
+            token = match.group(0)
+            if kind == "openai_api_key" and (
+                token.startswith("sk-ant-") or not _looks_keylike(token[3:])
+            ):
+                continue
+            if any(a <= match.start() < b for a, b in taken):
+                continue
+            taken.append((match.start(), match.end()))
+            found.append(SecretMatch(kind, redact(token), match.start()))
+    for match in _ASSIGNED.finditer(text):
+        token = match.group(2)
+        if any(a <= match.start(2) < b for a, b in taken) or not _looks_random(token):
+            continue
+        taken.append((match.start(2), match.end(2)))
+        found.append(SecretMatch("high_entropy_secret", redact(token), match.start(2)))
+    return sorted(found, key=lambda m: m.start)
+
+
+def _looks_keylike(body: str) -> bool:
+    """``sk-`` bodies of real keys mix letters and digits; ``sk-learn-estimator`` does not."""
+    return any(c.isdigit() for c in body) and any(c.isalpha() for c in body)
