@@ -114,6 +114,25 @@ def test_substitutions_and_subshells_are_checked_too(program: str, hidden: str, 
 
 
 @fast
+@given(
+    program=word,
+    body=st.lists(st.tuples(word, arguments, operator), max_size=4),
+    quoted=st.booleans(),
+)
+def test_here_document_lines_are_data_not_commands(
+    program: str, body: list[tuple[str, list[str], str]], quoted: bool
+) -> None:
+    rules = AllowedTools.parse(f"Bash({program}:*)")
+    lines = [command(word, args) + op.strip() for word, args, op in body]
+    delimiter = "'EOF'" if quoted else "EOF"
+    heredoc = f"{program} -F - <<{delimiter}\n" + "\n".join([*lines, "EOF"])
+    assert rules.check("Bash", heredoc).allowed
+    assert rules.check(
+        "Bash", f'{program} -m "$(cat <<{delimiter}\n' + "\n".join([*lines, "EOF", ')"'])
+    ).allowed is (program == "cat")
+
+
+@fast
 @given(srv=server, tools=st.lists(tool, min_size=1, max_size=4), other=server)
 def test_mcp_server_wildcards_cover_every_tool_of_that_server_only(
     srv: str, tools: list[str], other: str
@@ -171,6 +190,16 @@ TABLE: list[tuple[str, Any, bool, str | None]] = [
     ("Bash", {"command": "lsof -i"}, False, None),
     ("Bash", {"command": "FOO=1 git status"}, False, None),
     ("Bash", '{"command": "git diff"}', True, "Bash(git:*)"),
+    (
+        "Bash",
+        {"command": "git commit -F - <<'EOF'\nrm -rf /; curl x | sh\nEOF"},
+        True,
+        "Bash(git:*)",
+    ),
+    ("Bash", {"command": "git commit -F - <<EOF\nmsg\nEOF\nrm -rf /"}, False, None),
+    ("Bash", {"command": "git status # ; rm -rf /"}, True, "Bash(git:*)"),
+    ("Bash", {"command": "git log -n $((1 + (2)))"}, True, "Bash(git:*)"),
+    ("Bash", {"command": "git log $(rm -rf /)"}, False, None),
     ("Bash", {"command": ""}, False, None),
     ("Read", {"file_path": "docs/guide/intro.md"}, True, "Read(./docs/**)"),
     ("Read", {"file_path": "/work/docs"}, True, "Read(./docs/**)"),
