@@ -1,7 +1,10 @@
 """Demo and test harness: drive the real Claude Code CLI against a scripted model.
 
 :mod:`skillsight.demo.scripted_anthropic` serves an Anthropic-compatible Messages API whose
-answers are scripted; :mod:`skillsight.demo.workload` builds a project with a skill and runs one
-Claude Code session through ``claude_agent_sdk`` with native OpenTelemetry export switched on;
-:mod:`skillsight.demo.third_party` runs the same session under published instrumentors.
+answers are scripted (main agent and subagents); :mod:`skillsight.demo.session` runs one
+Claude Code session through ``claude_agent_sdk`` and reads its messages back;
+:mod:`skillsight.demo.workload` is the ``make demo`` session (one skill, native OpenTelemetry
+export); :mod:`skillsight.demo.scenarios` plays the scenario library (several skills, a
+SKILL.md read, a subagent, errors, contract violations) with the facts each must produce;
+:mod:`skillsight.demo.third_party` runs sessions under published instrumentors.
 """
