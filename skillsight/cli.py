@@ -7,9 +7,12 @@ once below. User mistakes end in one clear line and a non-zero exit code, never 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import sys
+from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +25,13 @@ except ImportError:  # the base install is instrumentation only
     sys.stderr.write("the skillsight command needs the service: pip install 'skillsight[server]'\n")
     raise SystemExit(2) from None
 
+from skillsight._activation_cli import (
+    ApiSource,
+    Source,
+    StoreSource,
+    print_activation,
+    print_activations,
+)
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import SkillsightError
 
@@ -39,6 +49,15 @@ skills_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(skills_app, name="skills")
+activations_app = typer.Typer(
+    help="Skill activations rebuilt from completed sessions.", no_args_is_help=True
+)
+app.add_typer(activations_app, name="activations")
+trajectories_app = typer.Typer(
+    help="Session trajectories in ATIF-v1.7 (Harbor's Agent Trajectory Interchange Format).",
+    no_args_is_help=True,
+)
+app.add_typer(trajectories_app, name="trajectories")
 console = Console()
 err = Console(stderr=True)
 
@@ -516,6 +535,182 @@ def skills_list(
         )
     console.print(table)
     console.print(f"{len(rows)} skill versions", style="dim")
+
+
+# -- activations and trajectories ---------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _read_source(
+    api: str | None, key: str | None, data: Path | None, clickhouse: str | None, project: str
+) -> Iterator[Source]:
+    """A running service (--api) or the store itself, for the read commands."""
+    if api:
+        yield ApiSource(api, key)
+        return
+    from skillsight.collector.store import open_store
+
+    settings = None
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise _fail(_explain_store_error(exc, settings)) from exc
+    try:
+        yield StoreSource(store, project)
+    finally:
+        store.close()
+
+
+@activations_app.command("list")
+def activations_list(
+    skill: Annotated[str, typer.Option("--skill", help="Only this skill.")] = "",
+    session: Annotated[str, typer.Option("--session", help="Only this session id.")] = "",
+    since: Annotated[
+        datetime | None,
+        typer.Option("--since", help="Started at or after (ISO 8601, UTC).", show_default=False),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Most activations to show.")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """List skill activations, newest first.
+
+    Example: skillsight activations list --skill csv-summary --api http://127.0.0.1:8000
+    """
+    try:
+        with _read_source(api, key, data, clickhouse, project) as source:
+            found = source.activations(skill=skill, session_id=session, since=since, limit=limit)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps([a.model_dump(mode="json") for a in found], indent=2, ensure_ascii=False))
+    else:
+        print_activations(console, found)
+
+
+@activations_app.command("show")
+def activations_show(
+    activation_id: Annotated[str, typer.Argument(help="Activation id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as JSON.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Show one activation as a timeline: trigger, request, each internal tool call with its
+    arguments and result, the integration message, tokens, cost and duration.
+
+    Example: skillsight activations show 9f1c2e0a7b3d4c5e8f6a1b2c3d4e5f60 --api http://127.0.0.1:8000
+    """
+    try:
+        with _read_source(api, key, data, clickhouse, project) as source:
+            found = source.activation(activation_id)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(found.model_dump_json(indent=2))
+    else:
+        print_activation(console, found)
+
+
+@trajectories_app.command("export")
+def trajectories_export(
+    session_id: Annotated[
+        str, typer.Argument(help="Session id (or trace id of a sessionless trace).")
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="Write to this file instead of stdout.", show_default=False
+        ),
+    ] = None,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Export a session's trajectory as an ATIF-v1.7 JSON document.
+
+    Example: skillsight trajectories export 093ac2ae-a7ab-4b25-b958-3919a7e38a98 -o session.json
+    """
+    try:
+        with _read_source(api, key, data, clickhouse, project) as source:
+            document = source.trajectory(session_id)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    text = json.dumps(json.loads(document), indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot write {output}: {exc}") from exc
+    err.print(f"wrote {output}", highlight=False)
+
+
+@app.command()
+def rebuild(
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session", help="Only this session (default: every session).", show_default=False
+        ),
+    ] = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Rebuild trajectories and skill activations from the stored spans and events now.
+
+    `skillsight serve` does this by itself once a session is complete; this is for stores
+    filled by `skillsight ingest`, or after an upgrade of the algorithm.
+
+    Example: skillsight rebuild --data ./skillsight-data
+    """
+    from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
+    from skillsight.collector.store import open_store
+
+    settings = None
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise _fail(_explain_store_error(exc, settings)) from exc
+    try:
+        keys = [
+            (p, k, through)
+            for p, k, through in store.touched_sessions(0)
+            if p == project and (session is None or k == session)
+        ]
+        if session is not None and not keys:
+            raise _fail(f"no spans or events of session {session!r} in project {project!r}")
+        outcomes, _ = rebuild_sessions(
+            store, keys, rebuild=default_rebuild(), catalogue=store_catalogue(store)
+        )
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        store.close()
+    rebuilt = [o.rebuilt for o in outcomes if o.rebuilt is not None]
+    failed = [o for o in outcomes if o.error]
+    for outcome in failed:
+        err.print(f"[yellow]{outcome.session_key}[/]: {outcome.error}", highlight=False)
+    console.print(
+        f"rebuilt {len(rebuilt)} sessions, {sum(len(r.activations) for r in rebuilt)} "
+        f"activations, in project {project!r}"
+        + (f"; {len(failed)} sessions failed" if failed else ""),
+        highlight=False,
+    )
+    if failed:
+        raise typer.Exit(1)
 
 
 def main() -> None:

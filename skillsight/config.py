@@ -87,6 +87,22 @@ class Settings:
     batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
+    rebuild_enabled: bool = _setting(
+        True, "bool", "rebuild trajectories and skill activations of completed sessions"
+    )
+    rebuild_quiet_s: float = _setting(
+        1.0, "float", "a session is complete after this long without a new span or event"
+    )
+    rebuild_max_wait_s: float = _setting(
+        30.0, "float", "rebuild a session whose parent spans never arrive after this long"
+    )
+    rebuild_poll_s: float = _setting(
+        0.2, "float", "how often the finalizer looks for newly written sessions"
+    )
+    rebuild_batch_max: int = _setting(64, "int", "sessions rebuilt and written together")
+    rebuild_catchup_s: float = _setting(
+        3600.0, "float", "at start, rebuild sessions written this far back and not yet rebuilt"
+    )
     fast_path: bool = _setting(
         True,
         "bool",
@@ -140,9 +156,14 @@ class Settings:
             "batch_max_rows",
             "max_attribute_bytes",
             "max_attribute_depth",
+            "rebuild_poll_s",
+            "rebuild_batch_max",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
+        for name in ("rebuild_quiet_s", "rebuild_max_wait_s", "rebuild_catchup_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")
         if self.clickhouse_url and not self.clickhouse_url.startswith(
             ("clickhouse://", "clickhouses://", "http://", "https://")
         ):

@@ -9,11 +9,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 
-from skillsight.api.models import EventOut, SkillOut, SpanOut, event_out, span_out
+from skillsight.api.models import (
+    ActivationOut,
+    EventOut,
+    SkillOut,
+    SpanOut,
+    event_out,
+    span_out,
+)
 from skillsight.collector.receivers import otlp_http_routes
 from skillsight.collector.service import Collector
 from skillsight.collector.store import Store, open_store
@@ -134,6 +142,62 @@ def create_app(
         """The project's skill catalogue: every recorded version, newest scan first per skill."""
         rows = await asyncio.to_thread(holder.store.list_skills, project_id, name, limit=limit)
         return [SkillOut(**row) for row in rows]
+
+    @app.get("/api/v1/activations", response_model=list[ActivationOut], tags=["activations"])
+    async def activations(
+        project_id: ProjectId,
+        skill: Annotated[str, Query(max_length=256, description="only this skill")] = "",
+        session_id: Annotated[str, Query(max_length=256)] = "",
+        since: Annotated[
+            datetime | None, Query(description="started at or after (ISO 8601; naive = UTC)")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> list[ActivationOut]:
+        """Skill activations rebuilt from completed sessions, newest first."""
+        found = await asyncio.to_thread(
+            holder.store.list_activations,
+            project_id,
+            skill=skill,
+            session_id=session_id,
+            since=since,
+            limit=limit,
+        )
+        return [ActivationOut.model_validate(a.model_dump()) for a in found]
+
+    @app.get(
+        "/api/v1/activations/{activation_id}",
+        response_model=ActivationOut,
+        responses={404: {"description": "no such activation in this project"}},
+        tags=["activations"],
+    )
+    async def activation(
+        project_id: ProjectId, activation_id: Annotated[str, Path(max_length=256)]
+    ) -> ActivationOut:
+        """One skill activation by id."""
+        found = await asyncio.to_thread(holder.store.get_activation, project_id, activation_id)
+        if found is None:
+            raise HTTPException(404, f"no activation {activation_id!r} in this project")
+        return ActivationOut.model_validate(found.model_dump())
+
+    @app.get(
+        "/api/v1/trajectories/{session_id}",
+        responses={
+            200: {
+                "description": "the session's ATIF-v1.7 document",
+                "content": {"application/json": {}},
+            },
+            404: {"description": "no rebuilt trajectory for this session in this project"},
+        },
+        tags=["trajectories"],
+    )
+    async def trajectory(
+        project_id: ProjectId, session_id: Annotated[str, Path(max_length=256)]
+    ) -> Response:
+        """A session's trajectory in ATIF-v1.7, as stored at its latest rebuild."""
+        document = await asyncio.to_thread(holder.store.get_trajectory, project_id, session_id)
+        if document is None:
+            raise HTTPException(404, f"no trajectory for session {session_id!r} in this project")
+        return Response(document, media_type="application/json")
 
     # OTLP/HTTP is served on the API port too, so one URL is enough for small set-ups.
     for route in otlp_http_routes(_CollectorProxy(holder)):  # type: ignore[arg-type]

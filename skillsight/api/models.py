@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from skillsight.collector.activations import Activation
+
 
 class Tokens(BaseModel):
     input: int = 0
@@ -182,3 +184,9 @@ class SkillOut(BaseModel):
     scripts: list[str]
     source_uri: str
     scanned_at: str = Field(description="ISO 8601, UTC")
+
+
+class ActivationOut(Activation):
+    """One skill activation: the decision (trigger, request, visible skills), the internal
+    trajectory (``tool_calls``, the loading call excluded), the integration (the next agent
+    message) and its cost. The same record the evaluators score."""

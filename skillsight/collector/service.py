@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from skillsight.collector import otlp
 from skillsight.collector.fastpath import MIN_VALUE_CHARS, FastTraceWriter, screen
+from skillsight.collector.finalizer import Finalizer, store_catalogue
 from skillsight.collector.queue import Batch, RawTraces, WriteQueue
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA, span_columns
 from skillsight.collector.store import EmbeddedStore, Store
@@ -47,11 +48,29 @@ class Collector:
             fast=self.fast,
             limits=self.limits,
         )
+        self.finalizer = (
+            Finalizer(
+                store,
+                quiet_s=settings.rebuild_quiet_s,
+                max_wait_s=settings.rebuild_max_wait_s,
+                poll_s=settings.rebuild_poll_s,
+                batch_max=settings.rebuild_batch_max,
+                catchup_s=settings.rebuild_catchup_s,
+                catalogue=store_catalogue(store),
+                commits=lambda: sum(self.writer.written.values()),
+            )
+            if settings.rebuild_enabled
+            else None
+        )
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Collector:
         if self.fast is not None:
             self._stack.callback(self.fast.close)
+        if self.finalizer is not None:
+            # entered first, left last: the writer has drained when the finalizer's final
+            # rebuild pass runs
+            await self._stack.enter_async_context(self.finalizer)
         await self._stack.enter_async_context(self.writer)
         return self
 
@@ -114,4 +133,5 @@ class Collector:
             "written_events": self.writer.written["logs"],
             "refused_requests": self.queue.refused_requests,
             "last_error": self.writer.last_error,
+            "rebuild": self.finalizer.health() if self.finalizer else {"enabled": False},
         }

@@ -1,0 +1,229 @@
+"""What ``skillsight activations`` and ``skillsight trajectories`` read and how they print it.
+
+Two sources with one interface: a running service (``--api``) or the store itself. The
+timeline of ``activations show`` is rendered here so the command stays a few lines.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from skillsight.collector.activations import Activation
+from skillsight.errors import SkillsightError
+
+__all__ = [
+    "ApiSource",
+    "NotFound",
+    "Source",
+    "SourceError",
+    "StoreSource",
+    "print_activation",
+    "print_activations",
+]
+
+
+class SourceError(SkillsightError):
+    """The service could not be reached or refused the request."""
+
+
+class NotFound(SkillsightError):
+    """No such activation or trajectory in the project."""
+
+
+class Source(Protocol):
+    def activations(
+        self, *, skill: str, session_id: str, since: datetime | None, limit: int
+    ) -> list[Activation]: ...
+
+    def activation(self, activation_id: str) -> Activation: ...
+
+    def trajectory(self, session_id: str) -> str: ...
+
+
+class ApiSource:
+    """A running ``skillsight serve`` (its REST API)."""
+
+    def __init__(self, api: str, key: str | None) -> None:
+        self.api = api.rstrip("/")
+        self.headers = {"x-skillsight-key": key} if key else {}
+
+    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        import httpx
+
+        try:
+            response = httpx.get(self.api + path, params=params, headers=self.headers, timeout=30)
+        except httpx.HTTPError as exc:
+            raise SourceError(f"cannot reach {self.api}: {exc}") from exc
+        if response.status_code == 404:
+            raise NotFound(response.json().get("detail", "not found"))
+        if response.status_code != 200:
+            raise SourceError(f"{self.api} answered {response.status_code}: {response.text[:300]}")
+        return response.json()
+
+    def activations(
+        self, *, skill: str, session_id: str, since: datetime | None, limit: int
+    ) -> list[Activation]:
+        params: dict[str, Any] = {"skill": skill, "session_id": session_id, "limit": limit}
+        if since is not None:
+            params["since"] = since.isoformat()
+        return [Activation.model_validate(a) for a in self._get("/api/v1/activations", params)]
+
+    def activation(self, activation_id: str) -> Activation:
+        return Activation.model_validate(self._get(f"/api/v1/activations/{activation_id}"))
+
+    def trajectory(self, session_id: str) -> str:
+        return json.dumps(self._get(f"/api/v1/trajectories/{session_id}"), ensure_ascii=False)
+
+
+class StoreSource:
+    """The store itself (embedded folder or ClickHouse server), one project."""
+
+    def __init__(self, store: Any, project: str) -> None:
+        self.store = store
+        self.project = project
+
+    def activations(
+        self, *, skill: str, session_id: str, since: datetime | None, limit: int
+    ) -> list[Activation]:
+        found: list[Activation] = self.store.list_activations(
+            self.project, skill=skill, session_id=session_id, since=since, limit=limit
+        )
+        return found
+
+    def activation(self, activation_id: str) -> Activation:
+        found: Activation | None = self.store.get_activation(self.project, activation_id)
+        if found is None:
+            raise NotFound(f"no activation {activation_id!r} in project {self.project!r}")
+        return found
+
+    def trajectory(self, session_id: str) -> str:
+        document: str | None = self.store.get_trajectory(self.project, session_id)
+        if document is None:
+            raise NotFound(f"no trajectory for session {session_id!r} in project {self.project!r}")
+        return document
+
+
+# -- printing -------------------------------------------------------------------------------------
+
+
+def _moment(text: str) -> datetime | None:
+    """An ISO 8601 time with up to nanosecond digits (Python reads at most micro)."""
+    if not text:
+        return None
+    value = text.strip().replace("Z", "+00:00")
+    head, dot, rest = value.partition(".")
+    if dot:
+        digits = "".join(ch for ch in rest if ch.isdigit())
+        zone = rest[len(digits) :]
+        value = f"{head}.{digits[:6].ljust(6, '0')}{zone}"
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _excerpt(value: Any, width: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_activations(console: Console, found: list[Activation]) -> None:
+    table = Table(box=None, header_style="bold")
+    for column, options in (
+        ("started", {"no_wrap": True}),
+        ("skill", {"overflow": "fold"}),
+        ("trigger", {"no_wrap": True}),
+        ("calls", {"justify": "right"}),
+        ("tokens in/out", {"justify": "right", "no_wrap": True}),
+        ("cost $", {"justify": "right"}),
+        ("outcome", {"no_wrap": True}),
+        ("session", {"no_wrap": True, "max_width": 12}),
+        ("id", {"no_wrap": True}),
+    ):
+        table.add_column(column, **options)
+    for a in found:
+        table.add_row(
+            a.started_at[:19].replace("T", " "),
+            a.skill_name,
+            a.trigger,
+            str(len(a.tool_calls)),
+            f"{a.tokens.input}/{a.tokens.output}",
+            f"{a.cost_usd:.4f}",
+            a.outcome,
+            a.session_id[:12],
+            a.activation_id,
+        )
+    console.print(table)
+    console.print(f"{len(found)} activations", style="dim")
+
+
+def print_activation(console: Console, a: Activation) -> None:
+    """A readable timeline: decision, each internal call, integration, and the bill."""
+    start = _moment(a.started_at)
+    console.print(
+        f"[bold]{escape(a.skill_name)}[/] activated by [cyan]{a.trigger}[/]"
+        f"{' in subagent ' + escape(a.subagent) if a.subagent else ''}"
+        f"  [dim]{a.activation_id}[/]",
+        highlight=False,
+    )
+    console.print(
+        f"[dim]session[/] {escape(a.session_id)}  [dim]trace[/] {a.trace_id}  "
+        f"[dim]agent[/] {escape(a.agent or '?')}  [dim]outcome[/] {a.outcome}",
+        highlight=False,
+    )
+    if a.contract is not None:
+        tools = a.contract.allowed_tools
+        console.print(
+            f"[dim]contract[/] allowed-tools {escape(' '.join(tools)) if tools else '(any)'}"
+            f"  version {a.skill_version[:12] or a.contract.version[:12] or '?'}",
+            highlight=False,
+        )
+    request = a.request if a.request_logged else "(not logged by the source)"
+    console.print(f"[dim]request[/] {escape(_excerpt(request, 300))}", highlight=False)
+    if a.visible_skills:
+        names = ", ".join(s.name for s in a.visible_skills)
+        console.print(f"[dim]visible skills[/] {escape(names)}", highlight=False)
+    console.print()
+    console.print(
+        f"  [dim]{'+0.000s':>9}[/]  [bold cyan]▶ start[/] {a.trigger} "
+        f"[dim]{escape(a.trigger_call_id)}[/]",
+        highlight=False,
+    )
+    if a.skill_output:
+        console.print(f"{'':13}[dim]→ {escape(_excerpt(a.skill_output))}[/]", highlight=False)
+    for call in a.tool_calls:
+        moment = _moment(call.started_at)
+        offset = f"+{(moment - start).total_seconds():.3f}s" if moment is not None and start else ""
+        took = f" [dim]{call.duration_ms:.0f} ms[/]" if call.duration_ms is not None else ""
+        mark = "[red]✗[/]" if call.is_error else "•"
+        console.print(
+            f"  [dim]{offset:>9}[/]  {mark} [bold]{escape(call.name)}[/]"
+            f" {escape(_excerpt(call.arguments))}{took} [dim](step {call.step_id})[/]",
+            highlight=False,
+        )
+        if call.result is not None:
+            style = "red" if call.is_error else "dim"
+            console.print(f"{'':13}[{style}]→ {escape(_excerpt(call.result))}[/]", highlight=False)
+    if not a.tool_calls:
+        console.print(f"{'':13}[dim](no tool calls while the skill was active)[/]")
+    console.print()
+    if a.integration_message is not None:
+        console.print(
+            f"[dim]integration[/] {escape(_excerpt(a.integration_message, 400))}", highlight=False
+        )
+    else:
+        console.print("[dim]integration[/] (no agent message after the activation)")
+    console.print(
+        f"[dim]tokens[/] in {a.tokens.input} out {a.tokens.output} "
+        f"cache read {a.tokens.cache_read} write {a.tokens.cache_creation}  "
+        f"[dim]cost[/] ${a.cost_usd:.4f}  [dim]duration[/] {a.duration_ms / 1000:.2f} s",
+        highlight=False,
+    )

@@ -1,0 +1,310 @@
+"""Trace completion: recorded Claude Code sessions replayed over OTLP/HTTP into a real
+``skillsight serve`` get their trajectory and activations rebuilt with no manual step — once the
+session is quiet and its root span is in — and rebuilt again when late rows arrive.
+
+Every scenario runs in its own project (API keys), so one server serves the module."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.serve import RunningServer, running_server
+
+CAPTURES = Path(__file__).parent / "fixtures" / "captures"
+TWO_SKILLS = CAPTURES / "scenarios" / "two_skills" / "claude_code"
+QUIET_S = 1.0
+PROJECTS = ("clean", "shuffled", "late", "rootless", "quiet", "empty")
+KEYS = {project: f"key-{project}" for project in PROJECTS}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    env = {
+        "SKILLSIGHT_API_KEYS": ",".join(f"{key}:{project}" for project, key in KEYS.items()),
+        "SKILLSIGHT_HOST": "127.0.0.1",
+        "SKILLSIGHT_REBUILD_QUIET_S": str(QUIET_S),
+        "SKILLSIGHT_REBUILD_MAX_WAIT_S": "600",
+    }
+    with running_server(tmp_path_factory.mktemp("finalizer") / "data", env=env) as running:
+        yield running
+
+
+# -- the recorded session, cut into export requests -------------------------------------------
+
+
+def _load(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((TWO_SKILLS / name).read_text())
+    return document
+
+
+def _items(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """One export request per span / log record, with its resource and scope."""
+    traces = "resourceSpans" in document
+    outer, middle, inner = (
+        ("resourceSpans", "scopeSpans", "spans")
+        if traces
+        else ("resourceLogs", "scopeLogs", "logRecords")
+    )
+    requests = []
+    for resource in document[outer]:
+        for scope in resource[middle]:
+            for item in scope[inner]:
+                requests.append(
+                    {
+                        outer: [
+                            {
+                                **{k: v for k, v in resource.items() if k != middle},
+                                middle: [
+                                    {
+                                        **{k: v for k, v in scope.items() if k != inner},
+                                        inner: [item],
+                                    }
+                                ],
+                            }
+                        ]
+                    }
+                )
+    return requests
+
+
+def _send(server: RunningServer, project: str, requests: list[dict[str, Any]]) -> None:
+    for request in requests:
+        signal = "traces" if "resourceSpans" in request else "logs"
+        response = httpx.post(
+            f"{server.otlp_http}/v1/{signal}",
+            content=json.dumps(request),
+            headers={"content-type": "application/json", "x-skillsight-key": KEYS[project]},
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+
+
+def _span_name(request: dict[str, Any]) -> str:
+    return str(request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"])
+
+
+def _session_id() -> str:
+    for request in _items(_load("traces.json")):
+        span = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+        for attribute in span["attributes"]:
+            if attribute["key"] == "session.id":
+                return str(attribute["value"]["stringValue"])
+    raise AssertionError("the capture has no session.id")
+
+
+SESSION = _session_id()
+
+
+# -- reading what the service rebuilt ----------------------------------------------------------
+
+
+def _get(server: RunningServer, project: str, path: str, **params: Any) -> httpx.Response:
+    return httpx.get(
+        server.api + path, params=params, headers={"x-skillsight-key": KEYS[project]}, timeout=30
+    )
+
+
+def _rebuild_state(server: RunningServer) -> dict[str, Any]:
+    state: dict[str, Any] = _get(server, "clean", "/healthz").json()["rebuild"]
+    return state
+
+
+def _wait_idle(server: RunningServer, rebuilt_before: int, timeout: float = 30.0) -> None:
+    """Until every committed row has been seen and every session it touched rebuilt."""
+    server.wait_written(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = _rebuild_state(server)
+        if state["idle"] and state["sessions_rebuilt"] > rebuilt_before:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the finalizer did not settle: {_rebuild_state(server)}")
+
+
+def _activations(server: RunningServer, project: str) -> list[dict[str, Any]]:
+    response = _get(server, project, "/api/v1/activations", session_id=SESSION)
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()
+    for activation in found:
+        assert activation["project_id"] == project
+    return found
+
+
+def _comparable(activations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in a.items() if k != "project_id"} for a in activations]
+
+
+def _trajectory(server: RunningServer, project: str) -> dict[str, Any]:
+    response = _get(server, project, f"/api/v1/trajectories/{SESSION}")
+    assert response.status_code == 200, response.text
+    document: dict[str, Any] = response.json()
+    return document
+
+
+def _all_requests() -> list[dict[str, Any]]:
+    return _items(_load("traces.json")) + _items(_load("logs.json"))
+
+
+@pytest.fixture(scope="module")
+def clean(server: RunningServer) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The session delivered once, in order: what every other delivery must end up as."""
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "clean", _all_requests())
+    _wait_idle(server, before)
+    return _activations(server, "clean"), _trajectory(server, "clean")
+
+
+def test_a_replayed_session_gets_its_activations_without_a_manual_step(
+    clean: tuple[list[dict[str, Any]], dict[str, Any]],
+) -> None:
+    activations, trajectory = clean
+    assert [
+        (
+            a["skill_name"],
+            a["trigger"],
+            a["session_id"],
+            [(c["name"], c["arguments"]["command"], c["is_error"]) for c in a["tool_calls"]],
+        )
+        for a in activations
+    ] == [
+        (
+            "unit-price",
+            "skill_tool",
+            SESSION,
+            [
+                (
+                    "Bash",
+                    "python3 .claude/skills/unit-price/scripts/unit_prices.py data/sales.csv",
+                    False,
+                )
+            ],
+        ),
+        (
+            "csv-summary",
+            "skill_tool",
+            SESSION,
+            [
+                (
+                    "Bash",
+                    "python3 .claude/skills/csv-summary/scripts/summarize_csv.py data/sales.csv",
+                    False,
+                )
+            ],
+        ),
+    ]
+    assert trajectory["schema_version"] == "ATIF-v1.7"
+    assert trajectory["session_id"] == SESSION
+    called = [c["function_name"] for s in trajectory["steps"] for c in s.get("tool_calls", [])]
+    assert called == ["Skill", "Bash", "Skill", "Bash"]
+
+
+def test_shuffled_and_duplicated_delivery_ends_as_clean_delivery(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    requests = _all_requests() * 2
+    random.Random(7).shuffle(requests)
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "shuffled", requests)
+    _wait_idle(server, before)
+    assert _comparable(_activations(server, "shuffled")) == _comparable(clean[0])
+    assert _trajectory(server, "shuffled") == clean[1]
+
+
+def test_a_late_part_is_rebuilt_in_and_leaves_nothing_stale(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Everything after the first skill's script arrives late: the first rebuild sees one
+    activation, the rebuild after the late part sees both, exactly as clean delivery."""
+    requests = _all_requests()
+    cut = min(
+        _start_ns(r)
+        for r in requests
+        if "resourceSpans" in r
+        and _span_name(r) == "claude_code.tool"
+        and "unit-price" in json.dumps(r)
+    )
+    early = [r for r in requests if _start_ns(r) < cut]
+    late = [r for r in requests if _start_ns(r) >= cut]
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "late", early)
+    _wait_idle(server, before)
+    assert [a["skill_name"] for a in _activations(server, "late")] == ["csv-summary"]
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "late", late)
+    _wait_idle(server, before)
+    assert _comparable(_activations(server, "late")) == _comparable(clean[0])
+    assert _trajectory(server, "late") == clean[1]
+
+
+def _start_ns(request: dict[str, Any]) -> int:
+    if "resourceSpans" in request:
+        return int(request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["startTimeUnixNano"])
+    return int(request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["timeUnixNano"])
+
+
+def test_a_session_waits_for_its_root_span(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Spans whose parent has not arrived keep the session pending past the quiet period."""
+    requests = _all_requests()
+    root = [
+        r for r in requests if "resourceSpans" in r and _span_name(r) == "claude_code.interaction"
+    ]
+    assert len(root) == 1
+    _send(server, "rootless", [r for r in requests if r not in root])
+    server.wait_written()
+    deadline = time.monotonic() + 30
+    while _rebuild_state(server)["waiting_for_root"] == 0:
+        assert time.monotonic() < deadline, _rebuild_state(server)
+        time.sleep(0.05)
+    assert _get(server, "rootless", f"/api/v1/trajectories/{SESSION}").status_code == 404
+    assert _get(server, "rootless", "/api/v1/activations").json() == []
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "rootless", root)
+    _wait_idle(server, before)
+    assert _comparable(_activations(server, "rootless")) == _comparable(clean[0])
+    assert _trajectory(server, "rootless") == clean[1]
+
+
+def test_a_session_is_rebuilt_a_quiet_period_after_its_last_row(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    _send(server, "quiet", _all_requests())
+    server.wait_written()
+    written = time.monotonic()  # the last rows were committed at most a poll before this
+    while _get(server, "quiet", f"/api/v1/trajectories/{SESSION}").status_code == 404:
+        assert time.monotonic() - written < QUIET_S + 10, _rebuild_state(server)
+        time.sleep(0.02)
+    elapsed = time.monotonic() - written
+    # not before the quiet period (less the wait_written poll), well within the 2 s target
+    assert QUIET_S - 0.2 <= elapsed <= QUIET_S + 1.0, elapsed
+    assert _comparable(_activations(server, "quiet")) == _comparable(clean[0])
+
+
+def test_unknown_ids_are_404_and_projects_are_isolated(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    activation_id = clean[0][0]["activation_id"]
+    assert _get(server, "clean", f"/api/v1/activations/{activation_id}").json() == clean[0][0]
+    for path in (f"/api/v1/activations/{'0' * 32}", "/api/v1/trajectories/no-such-session"):
+        response = _get(server, "clean", path)
+        assert response.status_code == 404
+        assert "in this project" in response.json()["detail"]
+    # a project that was sent nothing sees nothing, even by id
+    assert _get(server, "empty", f"/api/v1/activations/{activation_id}").status_code == 404
+    assert _get(server, "empty", f"/api/v1/trajectories/{SESSION}").status_code == 404
+    assert _get(server, "empty", "/api/v1/activations").json() == []
+    other = httpx.get(
+        f"{server.api}/api/v1/activations/{activation_id}",
+        headers={"x-skillsight-key": "no-such-key"},
+        timeout=30,
+    )
+    assert other.status_code == 401
