@@ -48,6 +48,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -354,8 +355,12 @@ def bash_matches(specifier: str, command: str) -> bool:
     optional_tail = not word_tail and stars == 1 and spec.endswith(" *") and spec[-3:-2] != "\\"
     if optional_tail:
         spec, word_tail = spec[:-2].rstrip(), True
-    regex = _bash_regex(spec) + (r"(?:\s.*)?" if word_tail else "")
-    return re.fullmatch(regex, command, re.DOTALL) is not None
+    return _compiled(spec, word_tail).fullmatch(command) is not None
+
+
+@lru_cache(maxsize=4096)
+def _compiled(spec: str, word_tail: bool) -> re.Pattern[str]:
+    return re.compile(_bash_regex(spec) + (r"(?:\s.*)?" if word_tail else ""), re.DOTALL)
 
 
 def _unescaped_stars(spec: str) -> int:

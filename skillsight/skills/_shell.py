@@ -15,10 +15,18 @@ import re
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _WORD_START = frozenset(" \t\n;&|()")
 _HEREDOC_WORD = re.compile(r"[^\s;&|<>()]+")
+# Runs of characters that can neither start nor end anything: copied in one step.
+_PLAIN = re.compile(r"[^\\'\"$`#<>&|;()\n]+")
+_PLAIN_IN_DOUBLE_QUOTES = re.compile(r"[^\\\"$`]+")
+_SPECIAL = re.compile(r"[\\'\"$`#<&|;()\n]")
 
 
 def split_commands(command: str) -> list[str]:
     """The simple commands of ``command``, stripped, empty ones dropped, in order."""
+    if not _SPECIAL.search(command):
+        # the common case, one plain command, without the scanner
+        stripped = command.strip()
+        return [stripped] if stripped else []
     parts, _ = _scan(command, 0, nested=False)
     return [p for p in (part.strip() for part in parts) if p]
 
@@ -40,11 +48,18 @@ def _scan(text: str, i: int, *, nested: bool) -> tuple[list[str], int]:
         current.clear()
 
     while i < n:
+        plain = (_PLAIN_IN_DOUBLE_QUOTES if quote == '"' else _PLAIN).match(text, i)
+        if plain is not None and quote != "'":
+            current.append(plain.group(0))
+            i = plain.end()
+            continue
         ch = text[i]
         if quote == "'":
-            current.append(ch)
-            quote = None if ch == "'" else quote
-            i += 1
+            close = text.find("'", i)
+            end = n if close < 0 else close + 1
+            current.append(text[i:end])
+            quote = None
+            i = end
             continue
         if ch == "\\" and i + 1 < n:
             current.append(text[i : i + 2])
