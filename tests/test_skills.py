@@ -297,14 +297,25 @@ def test_find_skill_dir_in_the_user_config_and_plugins(
     assert find_skill_dir("notes", cwd=project) == moved
 
 
-def test_find_skill_dir_by_frontmatter_name_and_project_first(tmp_path: Path, home: Path) -> None:
+def test_find_skill_dir_by_frontmatter_name_and_personal_before_project(
+    tmp_path: Path, home: Path
+) -> None:
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     renamed = write_skill(
         project / ".claude" / "skills", "csv_v2", "name: csv-summary\ndescription: x\n"
     )
-    write_skill(home / ".claude" / "skills", "csv-summary", "name: csv-summary\ndescription: u\n")
     assert find_skill_dir("csv-summary", cwd=project) == renamed
+    # a personal skill of the same name overrides the project's, as in Claude Code
+    personal = write_skill(
+        home / ".claude" / "skills", "csv-summary", "name: csv-summary\ndescription: u\n"
+    )
+    assert find_skill_dir("csv-summary", cwd=project) == personal
+    plugin = write_skill(tmp_path / "plugin" / "skills", "lint", "name: lint\ndescription: p\n")
+    project_lint = write_skill(
+        project / ".claude" / "skills", "lint", "name: lint\ndescription: q\n"
+    )
+    assert find_skill_dir("lint", cwd=project, extra_dirs=[plugin.parent.parent]) == project_lint
     assert find_skill_dir("../etc", cwd=project) is None
 
 

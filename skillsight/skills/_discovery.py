@@ -14,22 +14,22 @@ _SKILL_MD = "SKILL.md"
 def skill_roots(
     *, cwd: str | os.PathLike[str], extra_dirs: Iterable[str | os.PathLike[str]] = ()
 ) -> list[Path]:
-    """Directories that hold skill folders, in the order Claude Code's sources are searched.
+    """Directories that hold skill folders, in Claude Code's precedence order.
 
-    Project skills: ``.claude/skills`` in ``cwd`` and each parent up to the repository root (the
-    first directory with a ``.git``) or the filesystem root. Then the user's skills:
-    ``$CLAUDE_CONFIG_DIR/skills`` when that variable is set, else ``~/.claude/skills``. Then each
-    extra directory (plugins): the directory itself and its ``skills`` subdirectory.
+    Personal skills first (they override project skills of the same name):
+    ``$CLAUDE_CONFIG_DIR/skills`` when that variable is set, else ``~/.claude/skills``. Then
+    project skills: ``.claude/skills`` in ``cwd`` and each parent up to the repository root (the
+    first directory with a ``.git``) or the filesystem root, nearest first. Then each extra
+    directory (plugins, lowest): the directory itself and its ``skills`` subdirectory.
     """
-    roots: list[Path] = []
+    config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+    user = Path(config_dir).expanduser() if config_dir else Path.home() / ".claude"
+    roots: list[Path] = [user / "skills"]
     here = Path(os.path.abspath(Path(cwd).expanduser()))
     for directory in (here, *here.parents):
         roots.append(directory / ".claude" / "skills")
         if (directory / ".git").exists():
             break
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
-    user = Path(config_dir).expanduser() if config_dir else Path.home() / ".claude"
-    roots.append(user / "skills")
     for extra in extra_dirs:
         extra_path = Path(extra).expanduser()
         roots += [extra_path, extra_path / "skills"]
