@@ -90,6 +90,11 @@ class ScenarioResult:
         return self.transcript.session_id
 
     @property
+    def result_text(self) -> str | None:
+        """The final answer (the SDK's result message)."""
+        return self.transcript.result_text
+
+    @property
     def calls(self) -> list[ExecutedCall]:
         """The tool calls the CLI executed, in the order the model made them."""
         return self.transcript.calls
