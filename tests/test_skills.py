@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
@@ -741,3 +743,21 @@ def test_the_documentation_example_runs(capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().out == (
         "Bash command 'git push' matches none of Bash(git add:*), Bash(git commit:*)\n"
     )
+
+
+def test_the_package_imports_only_the_standard_library_and_yaml() -> None:
+    """The in-process instrumentation imports it, so it must stay light."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import skillsight.skills\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        # cython_runtime comes with PyYAML's compiled loader
+        "known = set(sys.stdlib_module_names) | {'cython_runtime'}\n"
+        "third_party = sorted(m for m in new - known if m[0] != '_')\n"
+        "print(third_party)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "['skillsight', 'yaml']"
