@@ -26,9 +26,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS)
+## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS) and the
+## instrumentation overhead (latency per session and tool call, memory, ratios to uninstrumented)
 bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
+	$(VENV)/bin/skillsight bench overhead
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

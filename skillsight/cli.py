@@ -406,6 +406,29 @@ def bench_ingest(
         raise typer.Exit(1)
 
 
+@bench_app.command("overhead")
+def bench_overhead(
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Real Claude Code sessions each way (0: skip).")
+    ] = 3,
+    replays: Annotated[
+        int, typer.Option("--replays", help="Sessions replayed through the instrumentor alone.")
+    ] = 2000,
+    tool_calls: Annotated[
+        int, typer.Option("--tool-calls", help="Tool calls per replayed session.")
+    ] = 20,
+) -> None:
+    """Measure what the Claude Agent SDK instrumentor adds: latency per session and call, memory.
+
+    Example: skillsight bench overhead --sessions 5
+    """
+    from skillsight.bench.overhead import run_overhead_bench
+
+    run_overhead_bench(
+        sessions=sessions, replays=replays, tool_calls=tool_calls, console=console
+    )
+
+
 # -- skills ---------------------------------------------------------------------------------------
 
 

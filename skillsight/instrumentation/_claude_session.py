@@ -33,7 +33,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from skillsight import semconv as sc
 from skillsight.instrumentation._guard import guard
-from skillsight.instrumentation._skillinfo import SkillResolver, skill_md_name
+from skillsight.instrumentation._skillinfo import SkillCache, SkillResolver, skill_md_name
 from skillsight.instrumentation._spans import SkillInfo, SpanEmitter, Usage
 
 if TYPE_CHECKING:
@@ -132,10 +132,11 @@ class ClaudeSession:
         model: str | None = None,
         skills_allowlist: Sequence[str] | None = None,
         plugin_dirs: Sequence[str] = (),
+        skill_cache: SkillCache | None = None,
     ) -> None:
         self._emitter = emitter
         self._lock = threading.RLock()
-        self._resolver = SkillResolver(cwd or Path.cwd(), plugin_dirs)
+        self._resolver = SkillResolver(cwd or Path.cwd(), plugin_dirs, skill_cache)
         self._skills_allowlist = list(skills_allowlist) if skills_allowlist is not None else None
         span = emitter.start_agent(agent_name, provider=sc.PROVIDER_ANTHROPIC, model=model)
         self.main = _AgentContext(

@@ -9,6 +9,7 @@ never depend on what happens to be current.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -83,6 +84,7 @@ class Usage:
         return {key: value for key, value in pairs if value is not None}
 
 
+@functools.cache
 def _package_version() -> str | None:
     try:
         return importlib.metadata.version("skillsight")

@@ -25,6 +25,7 @@ from opentelemetry import trace
 from skillsight.instrumentation._claude_session import ClaudeSession
 from skillsight.instrumentation._content import ContentPolicy
 from skillsight.instrumentation._guard import guard
+from skillsight.instrumentation._skillinfo import SkillCache
 from skillsight.instrumentation._spans import SpanEmitter
 
 __all__ = ["DEFAULT_AGENT_NAME", "ClaudeAgentSDKInstrumentor"]
@@ -42,6 +43,7 @@ class ClaudeAgentSDKInstrumentor:
         self._tracer_provider: trace.TracerProvider | None = None
         self._content: ContentPolicy | None = None
         self._agent_name = DEFAULT_AGENT_NAME
+        self._skill_cache = SkillCache()
         # One session per connected client, dropped with the client.
         self._clients: weakref.WeakKeyDictionary[Any, ClaudeSession] = weakref.WeakKeyDictionary()
 
@@ -117,6 +119,7 @@ class ClaudeAgentSDKInstrumentor:
                     options.skills if isinstance(getattr(options, "skills", None), list) else None
                 ),
                 plugin_dirs=plugins,
+                skill_cache=self._skill_cache,
             )
         return None
 
