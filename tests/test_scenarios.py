@@ -32,8 +32,7 @@ from skillsight.demo.scenarios import (
 )
 from skillsight.demo.scripted_anthropic import MAIN_AGENT
 from tests.harness.otlp_capture import Capture, iter_log_records, iter_spans
-
-CAPTURES = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
+from tests.harness.scenario_captures import load_capture
 
 
 def _bundled_cli() -> bool:
@@ -142,28 +141,9 @@ def test_cli_refuses_an_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def _load(name: str) -> tuple[dict[str, Any], list[Capture], list[Capture]]:
-    folder = CAPTURES / name
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    native = [
-        Capture(
-            signal,
-            "http",
-            "application/json",
-            (folder / f"claude_code/{signal}.json").read_bytes(),
-            {},
-        )
-        for signal in ("traces", "logs")
-    ]
-    oi = [
-        Capture(
-            "traces",
-            "http",
-            "application/x-protobuf",
-            (folder / "openinference" / "traces.pb").read_bytes(),
-            {},
-        )
-    ]
-    return manifest, native, oi
+    capture = load_capture(name)
+    native = [capture.native_traces, capture.native_logs]
+    return capture.manifest, native, [capture.openinference_traces]
 
 
 def _ordered_tool_ids(spans: list[dict[str, Any]], id_key: str) -> list[str]:

@@ -20,6 +20,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,39 @@ from skillsight.demo.scenarios import (
 from .otlp_capture import Capture, OtlpCapture, iter_log_records, iter_spans
 
 PROJECT_KEY = "demo-project-key"
+CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures" / "scenarios"
+
+
+@dataclass(frozen=True)
+class ScenarioCapture:
+    """One recorded scenario, ready to replay (``Capture.body`` is what an exporter sent)."""
+
+    name: str
+    manifest: dict[str, Any]
+    native_traces: Capture
+    """Claude Code's traces, OTLP/JSON (``POST /v1/traces`` as ``application/json``)."""
+    native_logs: Capture
+    """Claude Code's log events, OTLP/JSON (``POST /v1/logs``)."""
+    openinference_traces: Capture
+    """The OpenInference instrumentor's spans, OTLP protobuf (``POST /v1/traces``)."""
+
+
+def load_capture(name: str, root: Path = CAPTURES) -> ScenarioCapture:
+    """The recorded capture of scenario ``name``."""
+    folder = root / name
+    if not (folder / "manifest.json").exists():
+        raise FileNotFoundError(f"no capture for scenario {name!r} under {root}")
+
+    def read(signal: Any, relative: str, content_type: str) -> Capture:
+        return Capture(signal, "http", content_type, (folder / relative).read_bytes(), {})
+
+    return ScenarioCapture(
+        name=name,
+        manifest=json.loads((folder / "manifest.json").read_text(encoding="utf-8")),
+        native_traces=read("traces", "claude_code/traces.json", "application/json"),
+        native_logs=read("logs", "claude_code/logs.json", "application/json"),
+        openinference_traces=read("traces", "openinference/traces.pb", "application/x-protobuf"),
+    )
 
 
 def _workdir(name: str) -> Path:
