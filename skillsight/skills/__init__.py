@@ -10,6 +10,7 @@ from skillsight.skills._allowed_tools import AllowedTools, PatternProblem, ToolR
 from skillsight.skills._discovery import find_skill_dir, skill_roots
 from skillsight.skills._manifest import SkillManifest, load_skill
 from skillsight.skills._scan import ScanReport, find_skill_files, scan
+from skillsight.skills._shell import split_commands
 from skillsight.skills._validate import Violation, validate
 from skillsight.skills._version import skill_version
 
@@ -28,5 +29,6 @@ __all__ = [
     "scan",
     "skill_roots",
     "skill_version",
+    "split_commands",
     "validate",
 ]
