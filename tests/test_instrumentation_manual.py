@@ -32,7 +32,7 @@ from skillsight.instrumentation import (
 )
 from skillsight.skills import load_skill
 from tests.harness.otlp_capture import OtlpCapture, iter_spans
-from tests.support.span_tree import span_tree
+from tests.support.span_tree import names, span_tree
 
 OTEL_VARS = (
     "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -458,3 +458,51 @@ def test_the_per_signal_endpoint_is_used_as_given(monkeypatch: pytest.MonkeyPatc
         _export_one(configure(set_global=False))
         assert len(list(iter_spans(receiver.captures))) == 2
         assert generic.captures == []
+
+
+def _doc_example(heading: str) -> str:
+    text = (Path(__file__).parents[1] / "docs" / "instrumentation.md").read_text()
+    section = text.split(f"## {heading}\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_manual_example_runs(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    provider, exporter = memory
+    project = create_demo_project(tmp_path / "project")
+    monkeypatch.chdir(project.root)
+    with OtlpCapture() as receiver:
+        configure(receiver.http_endpoint, tracer_provider=provider, set_global=False)
+        namespace: dict[str, Any] = {
+            "session_id": "s-1",
+            "user_request": "Sum the CSV",
+            "call_id": "c-1",
+            "command": project.command,
+            "run_shell": lambda command: project.expected_output,
+            "answer": "133.00",
+        }
+        exec(_doc_example("Manual API"), namespace)
+        shutdown()
+        exported = sorted(s["name"] for s in iter_spans(receiver.captures))
+
+    tree = span_tree(exporter.get_finished_spans(), keep=[sc.GEN_AI_SKILL_VERSION])
+    assert names(tree) == [
+        [
+            "invoke_agent report-bot",
+            ["chat gpt-5", ["activate_skill csv-summary", ["execute_tool shell"]]],
+        ]
+    ]
+    assert tree[0]["children"][1]["attrs"] == {
+        sc.GEN_AI_SKILL_VERSION: load_skill(project.skill_dir).version
+    }
+    assert exported == sorted(
+        [
+            "invoke_agent report-bot",
+            "chat gpt-5",
+            "activate_skill csv-summary",
+            "execute_tool shell",
+        ]
+    )
