@@ -38,7 +38,7 @@ LOAD_SKILL_TOOLS = frozenset({"load_skill", "loadSkill", "LoadSkill"})
 SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 
 
-@dataclass
+@dataclass(eq=False)
 class _Item:
     kind: str  # "user" | "message" | "call" | "event"
     step: atif.Step
@@ -46,6 +46,7 @@ class _Item:
     result: atif.ObservationResult | None = None
     event: Mapping[str, Any] | None = None
     time: str = ""
+    index: int = 0
 
     @property
     def final(self) -> bool:
@@ -84,6 +85,7 @@ class _Context:
     subagent: str = ""
     decision: atif.ToolCall | None = None
     out: list[Activation] = field(default_factory=list)
+    requests: list[atif.Step | None] | None = None
 
 
 def extract_activations(
@@ -170,6 +172,7 @@ def _delegated(
         return activation
     assert task.call is not None
     load = activation.load_call_id
+    request, logged = _request(parent, task.step)
     text = None
     if integration is not None:
         logged = (integration.step.extra or {}).get("message_logged", True) is not False
@@ -185,6 +188,9 @@ def _delegated(
             "decision_trajectory_id": parent.trajectory.trajectory_id or "",
             "integration_message": text,
             "integration_step_id": integration.step.step_id if integration else None,
+            # the user's request, which the delegating agent decided on (not the task prompt)
+            "request": request,
+            "request_logged": logged,
         }
     )
 
@@ -217,6 +223,8 @@ def _items(trajectory: atif.Trajectory) -> list[_Item]:
         )
         anchor = items[position - 1].step if position else trajectory.steps[0]
         items.insert(position, _Item("event", anchor, event=event, time=when))
+    for index, item in enumerate(items):
+        item.index = index
     return items
 
 
@@ -280,10 +288,12 @@ def _inferred(context: _Context, items: list[_Item], starts: dict[int, _Start]) 
             current.reason = reason
             if integration is not None:
                 current.integration = integration
-            elif reason == "next" and current.messages:
-                last = current.messages[-1]
-                if items.index(last) > current.last_index:
-                    current.integration = current.messages.pop()
+            elif (
+                reason == "next"
+                and current.messages
+                and current.messages[-1].index > current.last_index
+            ):
+                current.integration = current.messages.pop()
             done.append(current)
 
     explicit_members = {
@@ -460,12 +470,15 @@ def _plus_ms(start: str, ms: float) -> str:
 
 
 def _request(context: _Context, before: atif.Step) -> tuple[str, bool]:
-    request: atif.Step | None = None
-    for step in context.trajectory.steps:
-        if step.step_id > before.step_id:
-            break
-        if step.source == "user":
-            request = step
+    if context.requests is None:
+        # the latest user step at or before each step, computed once per context
+        context.requests = []
+        latest: atif.Step | None = None
+        for step in context.trajectory.steps:
+            if step.source == "user":
+                latest = step
+            context.requests.append(latest)
+    request = context.requests[before.step_id - 1] if context.requests else None
     if request is None:
         return "", True
     return request.message, (request.extra or {}).get("message_logged", True) is not False
@@ -511,19 +524,22 @@ def _contract(context: _Context, skill: str, start: _Start) -> SkillContract | N
 
 
 def _tokens(context: _Context, first: int, last: int) -> tuple[Tokens, float]:
-    tokens = Tokens()
+    fresh = output = cache_read = cache_creation = 0
     cost = 0.0
-    for step in context.trajectory.steps:
-        if not first < step.step_id <= last or step.metrics is None:
-            continue
+    for step in context.trajectory.steps[first:last]:  # step ids first+1 … last
         metrics = step.metrics
+        if metrics is None:
+            continue
         creation = int((metrics.extra or {}).get("cache_creation_tokens", 0))
         cached = metrics.cached_tokens or 0
-        tokens.input += max(0, (metrics.prompt_tokens or 0) - cached - creation)
-        tokens.output += metrics.completion_tokens or 0
-        tokens.cache_read += cached
-        tokens.cache_creation += creation
+        fresh += max(0, (metrics.prompt_tokens or 0) - cached - creation)
+        output += metrics.completion_tokens or 0
+        cache_read += cached
+        cache_creation += creation
         cost += metrics.cost_usd or 0.0
+    tokens = Tokens(
+        input=fresh, output=output, cache_read=cache_read, cache_creation=cache_creation
+    )
     return tokens, round(cost, 10)
 
 

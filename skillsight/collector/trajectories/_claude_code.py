@@ -160,7 +160,7 @@ def _llm_calls(spans: list[Span], events: list[Event]) -> dict[str, _LlmCall]:
         if span.name != "claude_code.llm_request":
             continue
         key = span.attr("request_id") or span.attr("gen_ai.response.id") or span.span_id
-        call = calls.setdefault(key, _LlmCall(key))
+        call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
         call.start_ns, call.end_ns = span.start_ns, span.end_ns
         call.span_id, call.trace_id = span.span_id, span.trace_id
         call.model = call.model or span.model
@@ -171,7 +171,7 @@ def _llm_calls(spans: list[Span], events: list[Event]) -> dict[str, _LlmCall]:
     for event in events:
         if event.name == "claude_code.api_request":
             key = event.attr("request_id") or event.record_id
-            call = calls.setdefault(key, _LlmCall(key))
+            call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
             if not call.span_id:
                 call.end_ns = event.time_ns
                 call.start_ns = event.time_ns - _ns_from_ms(event.attr("duration_ms"))
@@ -183,7 +183,7 @@ def _llm_calls(spans: list[Span], events: list[Event]) -> dict[str, _LlmCall]:
             call.usage = _usage(event.input_tokens, event.output_tokens, event, event.cost_usd)
         elif event.name == "claude_code.assistant_response":
             key = event.attr("request_id") or event.record_id
-            call = calls.setdefault(key, _LlmCall(key))
+            call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
             if not call.start_ns:
                 call.start_ns = call.end_ns = event.time_ns
             call.model = call.model or event.model
@@ -232,7 +232,9 @@ def _tool_calls(
     execution_to_call: dict[str, str] = {}
     for span in spans:
         if span.name == "claude_code.tool" and span.tool_call_id:
-            call = calls.setdefault(span.tool_call_id, CallDraft(span.tool_call_id, span.tool_name))
+            call = calls.get(span.tool_call_id) or calls.setdefault(
+                span.tool_call_id, CallDraft(span.tool_call_id, span.tool_name)
+            )
             call.name = call.name or span.tool_name
             call.start_ns, call.end_ns = span.start_ns, span.end_ns
             call.span_id, call.trace_id = span.span_id, span.trace_id
@@ -259,26 +261,32 @@ def _tool_calls(
             continue
         if not event.tool_call_id:
             continue
-        call = calls.setdefault(event.tool_call_id, CallDraft(event.tool_call_id, event.tool_name))
+        call = calls.get(event.tool_call_id) or calls.setdefault(
+            event.tool_call_id, CallDraft(event.tool_call_id, event.tool_name)
+        )
         call.name = call.name or event.tool_name
         if not call.start_ns:
             call.start_ns = call.end_ns = event.time_ns
-        if event.attr("request_id"):
-            call.extra["_request_id"] = event.attr("request_id")
-        tool_input = json_object(event.attr("tool_input"))
+        attributes = event.attributes
+        if attributes.get("request_id"):
+            call.extra["_request_id"] = attributes["request_id"]
+        tool_input = (
+            None if "_exact" in call.extra else json_object(attributes.get("tool_input", ""))
+        )
         if tool_input is not None:
             call.arguments = tool_input  # the real input beats what the span could tell
+            call.extra["_exact"] = True
         elif call.arguments is None:
             parameters = json_object(event.attr("tool_parameters"))
             if parameters is not None:
                 call.arguments = parameters
-        if event.name == "claude_code.tool_result" and event.attr("success") == "false":
+        if event.name == "claude_code.tool_result" and attributes.get("success") == "false":
             call.is_error = True
-        if event.name == "claude_code.tool_decision" and event.attr("decision") == "reject":
+        if event.name == "claude_code.tool_decision" and attributes.get("decision") == "reject":
             call.is_error = True
             call.extra["rejected"] = True
-        if event.attr("error"):
-            call.extra["error"] = event.attr("error")
+        if attributes.get("error"):
+            call.extra["error"] = attributes["error"]
     for call in calls.values():
         if call.name:
             call.sources.append(SOURCE)

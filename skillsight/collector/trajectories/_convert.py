@@ -1,4 +1,9 @@
-"""An agent draft → an ATIF-v1.7 trajectory (subagents embedded, metrics summed)."""
+"""An agent draft → an ATIF-v1.7 trajectory (subagents embedded, metrics summed).
+
+The document is assembled as plain data and validated once by :class:`atif.Trajectory`:
+pydantic validates a nested document in one pass, several times faster than building each of
+thousands of step objects one by one, and every ATIF rule is still checked.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +22,16 @@ def iso(ns: int) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
+def _clean(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
 def to_atif(draft: AgentDraft) -> atif.Trajectory:
-    subagents: list[atif.Trajectory] = []
+    return atif.Trajectory.model_validate(document(draft))
+
+
+def document(draft: AgentDraft) -> dict[str, Any]:
+    subagents: list[dict[str, Any]] = []
     steps = [_step(index + 1, step, subagents) for index, step in enumerate(draft.steps)]
     totals = Usage()
     for step in draft.steps:
@@ -30,20 +43,19 @@ def to_atif(draft: AgentDraft) -> atif.Trajectory:
     if draft.side_requests:
         totals.add(draft.side_usage)
         final_extra["side_requests"] = draft.side_requests
+    for sub in subagents:
+        fm = sub["final_metrics"]
+        totals.add(
+            Usage(
+                fm.get("total_prompt_tokens", 0),
+                fm.get("total_completion_tokens", 0),
+                fm.get("total_cached_tokens", 0),
+                int(fm.get("extra", {}).get("total_cache_creation_tokens", 0)),
+                fm.get("total_cost_usd"),
+            )
+        )
     if totals.cache_creation:
         final_extra["total_cache_creation_tokens"] = totals.cache_creation
-    for sub in subagents:
-        fm = sub.final_metrics
-        if fm is not None:
-            totals.add(
-                Usage(
-                    fm.total_prompt_tokens or 0,
-                    fm.total_completion_tokens or 0,
-                    fm.total_cached_tokens or 0,
-                    int((fm.extra or {}).get("total_cache_creation_tokens", 0)),
-                    fm.total_cost_usd,
-                )
-            )
     extra: dict[str, Any] = {"source_convention": draft.source, "trace_ids": draft.trace_ids}
     if draft.visible_skills:
         extra["visible_skills"] = draft.visible_skills
@@ -52,30 +64,39 @@ def to_atif(draft: AgentDraft) -> atif.Trajectory:
     if draft.skill_events:
         extra["skill_events"] = draft.skill_events
     extra.update({k: v for k, v in draft.extra.items() if k != "total_usage"})
-    return atif.Trajectory(
-        session_id=draft.session_id,
-        trajectory_id=draft.trajectory_id,
-        agent=atif.Agent(
-            name=draft.name or draft.source or "agent",
-            version=draft.version or "unknown",
-            model_name=draft.model or None,
-        ),
-        steps=steps,
-        notes=" ".join(dict.fromkeys(draft.notes)) or None,
-        final_metrics=atif.FinalMetrics(
-            total_prompt_tokens=totals.prompt,
-            total_completion_tokens=totals.completion,
-            total_cached_tokens=totals.cache_read,
-            total_cost_usd=round(totals.cost_usd, 10) if totals.cost_usd is not None else None,
-            total_steps=len(steps),
-            extra=final_extra or None,
-        ),
-        extra=extra,
-        subagent_trajectories=subagents or None,
+    return _clean(
+        {
+            "schema_version": atif.SCHEMA_VERSION,
+            "session_id": draft.session_id,
+            "trajectory_id": draft.trajectory_id,
+            "agent": _clean(
+                {
+                    "name": draft.name or draft.source or "agent",
+                    "version": draft.version or "unknown",
+                    "model_name": draft.model or None,
+                }
+            ),
+            "steps": steps,
+            "notes": " ".join(dict.fromkeys(draft.notes)) or None,
+            "final_metrics": _clean(
+                {
+                    "total_prompt_tokens": totals.prompt,
+                    "total_completion_tokens": totals.completion,
+                    "total_cached_tokens": totals.cache_read,
+                    "total_cost_usd": round(totals.cost_usd, 10)
+                    if totals.cost_usd is not None
+                    else None,
+                    "total_steps": len(steps),
+                    "extra": final_extra or None,
+                }
+            ),
+            "extra": extra,
+            "subagent_trajectories": subagents or None,
+        }
     )
 
 
-def _step(step_id: int, step: StepDraft, subagents: list[atif.Trajectory]) -> atif.Step:
+def _step(step_id: int, step: StepDraft, subagents: list[dict[str, Any]]) -> dict[str, Any]:
     extra: dict[str, Any] = dict(step.extra)
     if step.span_id:
         extra["span_id"] = step.span_id
@@ -83,37 +104,36 @@ def _step(step_id: int, step: StepDraft, subagents: list[atif.Trajectory]) -> at
         extra["ended_at"] = iso(step.end_ns)
     if not step.message_logged:
         extra["message_logged"] = False
-    common: dict[str, Any] = {
+    out: dict[str, Any] = {
         "step_id": step_id,
         "timestamp": iso(step.time_ns) if step.time_ns else None,
         "source": step.source,
         "message": step.message,
     }
-    if step.source != "agent":
-        return atif.Step(**common, extra=extra or None)
-    calls = [_call(call) for call in step.calls]
-    results = [_result(call, subagents) for call in step.calls]
-    metrics = None
-    if step.usage is not None:
-        metrics = atif.Metrics(
-            prompt_tokens=step.usage.prompt,
-            completion_tokens=step.usage.completion,
-            cached_tokens=step.usage.cache_read,
-            cost_usd=step.usage.cost_usd,
-            extra={"cache_creation_tokens": step.usage.cache_creation},
-        )
-    return atif.Step(
-        **common,
-        model_name=step.model or None,
-        tool_calls=calls or None,
-        observation=atif.Observation(results=results) if results else None,
-        metrics=metrics,
-        llm_call_count=step.llm_calls or None,
-        extra=extra or None,
-    )
+    if step.source == "agent":
+        if step.model:
+            out["model_name"] = step.model
+        if step.calls:
+            out["tool_calls"] = [_call(call) for call in step.calls]
+            out["observation"] = {"results": [_result(call, subagents) for call in step.calls]}
+        if step.usage is not None:
+            out["metrics"] = _clean(
+                {
+                    "prompt_tokens": step.usage.prompt,
+                    "completion_tokens": step.usage.completion,
+                    "cached_tokens": step.usage.cache_read,
+                    "cost_usd": step.usage.cost_usd,
+                    "extra": {"cache_creation_tokens": step.usage.cache_creation},
+                }
+            )
+        if step.llm_calls:
+            out["llm_call_count"] = step.llm_calls
+    if extra:
+        out["extra"] = extra
+    return _clean(out)
 
 
-def _call(call: CallDraft) -> atif.ToolCall:
+def _call(call: CallDraft) -> dict[str, Any]:
     extra: dict[str, Any] = {k: v for k, v in call.extra.items() if not k.startswith("_")}
     if call.span_id:
         extra["span_id"] = call.span_id
@@ -125,28 +145,29 @@ def _call(call: CallDraft) -> atif.ToolCall:
         extra["sources"] = sorted(set(call.sources))
     if call.arguments is None:
         extra["arguments_logged"] = False
-    return atif.ToolCall(
-        tool_call_id=call.call_id,
-        function_name=call.name,
-        arguments=call.arguments or {},
-        extra=extra or None,
-    )
+    out: dict[str, Any] = {
+        "tool_call_id": call.call_id,
+        "function_name": call.name,
+        "arguments": call.arguments or {},
+    }
+    if extra:
+        out["extra"] = extra
+    return out
 
 
-def _result(call: CallDraft, subagents: list[atif.Trajectory]) -> atif.ObservationResult:
+def _result(call: CallDraft, subagents: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"source_call_id": call.call_id}
+    if call.result is not None:
+        out["content"] = call.result
+    if call.subagent is not None:
+        sub = document(call.subagent)
+        subagents.append(sub)
+        out["subagent_trajectory_ref"] = [{"trajectory_id": sub["trajectory_id"]}]
     extra: dict[str, Any] = {}
     if call.is_error:
         extra["is_error"] = True
     if call.result is None:
         extra["output_logged"] = False
-    refs = None
-    if call.subagent is not None:
-        sub = to_atif(call.subagent)
-        subagents.append(sub)
-        refs = [atif.SubagentTrajectoryRef(trajectory_id=sub.trajectory_id)]
-    return atif.ObservationResult(
-        source_call_id=call.call_id,
-        content=call.result,
-        subagent_trajectory_ref=refs,
-        extra=extra or None,
-    )
+    if extra:
+        out["extra"] = extra
+    return out

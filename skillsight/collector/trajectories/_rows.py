@@ -8,11 +8,13 @@ repeated (retried exports, late batches): one span per (trace_id, span_id), one 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from skillsight.errors import SkillsightError
+
+T = TypeVar("T")
 
 
 class RowError(SkillsightError, ValueError):
@@ -26,70 +28,10 @@ class SpanEvent:
     attributes: Mapping[str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    trace_id: str
-    span_id: str
-    parent_span_id: str
-    name: str
-    start_ns: int
-    end_ns: int
-    status_code: str
-    status_message: str
-    source: str
-    operation: str
-    session_id: str
-    agent: str
-    model: str
-    tool_name: str
-    tool_call_id: str
-    skill_name: str
-    input: str
-    output: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_creation_tokens: int
-    cost_usd: float
-    attributes: Mapping[str, str]
-    resource: Mapping[str, str]
-    events: tuple[SpanEvent, ...]
-
-    def attr(self, key: str) -> str:
-        return self.attributes.get(key, "")
-
-    @property
-    def failed(self) -> bool:
-        return self.status_code == "error"
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    record_id: str
-    time_ns: int
-    trace_id: str
-    span_id: str
-    name: str
-    source: str
-    session_id: str
-    prompt_id: str
-    skill_name: str
-    tool_name: str
-    tool_call_id: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_creation_tokens: int
-    cost_usd: float
-    attributes: Mapping[str, str] = field(default_factory=dict)
-
-    def attr(self, key: str) -> str:
-        return self.attributes.get(key, "")
-
-
 def _text(row: Mapping[str, Any], key: str) -> str:
     value = row.get(key)
+    if type(value) is str:
+        return value
     return "" if value is None else str(value)
 
 
@@ -111,9 +53,8 @@ def _float(row: Mapping[str, Any], key: str) -> float:
 
 def _map(row: Mapping[str, Any], key: str) -> Mapping[str, str]:
     value = row.get(key)
-    if isinstance(value, Mapping):
-        return {str(k): "" if v is None else str(v) for k, v in value.items()}
-    return {}
+    # the store's maps are String → String already, and are only read
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
 def _span_events(raw: Any) -> tuple[SpanEvent, ...]:
@@ -146,61 +87,150 @@ def _require(row: Mapping[str, Any], keys: tuple[str, ...], what: str) -> None:
         raise RowError(f"{what} row without {', '.join(missing)}: {dict(row)!r:.200}")
 
 
+class _Field(Generic[T]):
+    """A row field converted on read."""
+
+    __slots__ = ("convert", "key")
+
+    def __init__(self, key: str, convert: Callable[[Mapping[str, Any], str], T]) -> None:
+        self.key = key
+        self.convert = convert
+
+    def __get__(self, obj: _Row, owner: type[_Row] | None = None) -> T:
+        return self.convert(obj.row, self.key)
+
+
+def _str_field(key: str) -> _Field[str]:
+    return _Field(key, _text)
+
+
+def _int_field(key: str) -> _Field[int]:
+    return _Field(key, _int)
+
+
+def _float_field(key: str) -> _Field[float]:
+    return _Field(key, _float)
+
+
+class _Row:
+    """A read-only view of one stored row; fields are converted when read, not up front, so a
+    thousand-step session costs only the fields the readers look at."""
+
+    __slots__ = ("attributes", "row")
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        self.row = row
+        self.attributes: Mapping[str, str] = _map(row, "attributes")
+
+    def attr(self, key: str) -> str:
+        return self.attributes.get(key, "")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Row) and type(other) is type(self) and self.row == other.row
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+class Span(_Row):
+    # the fields every reader filters on are converted once; the rest when read
+    __slots__ = (
+        "end_ns",
+        "name",
+        "operation",
+        "parent_span_id",
+        "source",
+        "span_id",
+        "start_ns",
+        "tool_call_id",
+        "trace_id",
+    )
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        super().__init__(row)
+        self.trace_id = _text(row, "trace_id")
+        self.span_id = _text(row, "span_id")
+        self.parent_span_id = _text(row, "parent_span_id")
+        self.name = _text(row, "name")
+        self.source = _text(row, "source_convention")
+        self.operation = _text(row, "operation")
+        self.tool_call_id = _text(row, "tool_call_id")
+        self.start_ns = _int(row, "start_time_unix_nano")
+        self.end_ns = max(self.start_ns, _int(row, "end_time_unix_nano"))
+
+    status_message = _str_field("status_message")
+    session_id = _str_field("session_id")
+    agent = _str_field("agent")
+    model = _str_field("model")
+    tool_name = _str_field("tool_name")
+    skill_name = _str_field("skill_name")
+    input = _str_field("input")
+    output = _str_field("output")
+    input_tokens = _int_field("input_tokens")
+    output_tokens = _int_field("output_tokens")
+    cache_read_tokens = _int_field("cache_read_tokens")
+    cache_creation_tokens = _int_field("cache_creation_tokens")
+    cost_usd = _float_field("cost_usd")
+
+    @property
+    def status_code(self) -> str:
+        return _text(self.row, "status_code").lower()
+
+    @property
+    def resource(self) -> Mapping[str, str]:
+        return _map(self.row, "resource_attributes")
+
+    @property
+    def events(self) -> tuple[SpanEvent, ...]:
+        return _span_events(self.row.get("span_events"))
+
+    @property
+    def failed(self) -> bool:
+        return self.status_code == "error"
+
+
+class Event(_Row):
+    __slots__ = (
+        "name",
+        "record_id",
+        "session_id",
+        "source",
+        "span_id",
+        "time_ns",
+        "tool_call_id",
+        "trace_id",
+    )
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        super().__init__(row)
+        self.record_id = _text(row, "record_id")
+        self.session_id = _text(row, "session_id")
+        self.time_ns = _int(row, "time_unix_nano")
+        self.name = _text(row, "event_name")
+        self.source = _text(row, "source_convention")
+        self.trace_id = _text(row, "trace_id")
+        self.span_id = _text(row, "span_id")
+        self.tool_call_id = _text(row, "tool_call_id")
+
+    prompt_id = _str_field("prompt_id")
+    skill_name = _str_field("skill_name")
+    tool_name = _str_field("tool_name")
+    model = _str_field("model")
+    input_tokens = _int_field("input_tokens")
+    output_tokens = _int_field("output_tokens")
+    cache_read_tokens = _int_field("cache_read_tokens")
+    cache_creation_tokens = _int_field("cache_creation_tokens")
+    cost_usd = _float_field("cost_usd")
+
+
 def span_from_row(row: Mapping[str, Any]) -> Span:
     _require(row, ("trace_id", "span_id"), "span")
-    start = _int(row, "start_time_unix_nano")
-    return Span(
-        trace_id=_text(row, "trace_id"),
-        span_id=_text(row, "span_id"),
-        parent_span_id=_text(row, "parent_span_id"),
-        name=_text(row, "name"),
-        start_ns=start,
-        end_ns=max(start, _int(row, "end_time_unix_nano")),
-        status_code=_text(row, "status_code").lower(),
-        status_message=_text(row, "status_message"),
-        source=_text(row, "source_convention"),
-        operation=_text(row, "operation"),
-        session_id=_text(row, "session_id"),
-        agent=_text(row, "agent"),
-        model=_text(row, "model"),
-        tool_name=_text(row, "tool_name"),
-        tool_call_id=_text(row, "tool_call_id"),
-        skill_name=_text(row, "skill_name"),
-        input=_text(row, "input"),
-        output=_text(row, "output"),
-        input_tokens=_int(row, "input_tokens"),
-        output_tokens=_int(row, "output_tokens"),
-        cache_read_tokens=_int(row, "cache_read_tokens"),
-        cache_creation_tokens=_int(row, "cache_creation_tokens"),
-        cost_usd=_float(row, "cost_usd"),
-        attributes=_map(row, "attributes"),
-        resource=_map(row, "resource_attributes"),
-        events=_span_events(row.get("span_events")),
-    )
+    return Span(row)
 
 
 def event_from_row(row: Mapping[str, Any]) -> Event:
     _require(row, ("record_id",), "event")
-    return Event(
-        record_id=_text(row, "record_id"),
-        time_ns=_int(row, "time_unix_nano"),
-        trace_id=_text(row, "trace_id"),
-        span_id=_text(row, "span_id"),
-        name=_text(row, "event_name"),
-        source=_text(row, "source_convention"),
-        session_id=_text(row, "session_id"),
-        prompt_id=_text(row, "prompt_id"),
-        skill_name=_text(row, "skill_name"),
-        tool_name=_text(row, "tool_name"),
-        tool_call_id=_text(row, "tool_call_id"),
-        model=_text(row, "model"),
-        input_tokens=_int(row, "input_tokens"),
-        output_tokens=_int(row, "output_tokens"),
-        cache_read_tokens=_int(row, "cache_read_tokens"),
-        cache_creation_tokens=_int(row, "cache_creation_tokens"),
-        cost_usd=_float(row, "cost_usd"),
-        attributes=_map(row, "attributes"),
-    )
+    return Event(row)
 
 
 def unique_spans(rows: Iterable[Mapping[str, Any]]) -> list[Span]:
@@ -209,10 +239,10 @@ def unique_spans(rows: Iterable[Mapping[str, Any]]) -> list[Span]:
     Of several copies the one that ended last (then the richest) wins, whatever the order of
     delivery, so a rebuild does not depend on which copy arrived first.
     """
-    best: dict[tuple[str, str], tuple[tuple[int, int, int, str], Span]] = {}
+    best: dict[tuple[str, str], tuple[tuple[int, int, int], Span]] = {}
     for row in rows:
         span = span_from_row(row)
-        rank = (span.end_ns, len(span.attributes), len(span.events), span.status_code)
+        rank = (span.end_ns, len(span.attributes), len(str(span.row.get("span_events", ""))))
         key = (span.trace_id, span.span_id)
         held = best.get(key)
         if held is None or rank > held[0]:

@@ -48,8 +48,8 @@ def _texts(value: Any) -> list[str]:
 def tool_output(text: str) -> str:
     """What the model read from a tool, out of the SDK's structured ``tool_use_result``.
 
-    Bash comes as ``{"stdout", "stderr", …}``, a subagent's report as ``{"content": [text
-    blocks], …}``; anything else is kept as sent.
+    Bash comes as ``{"stdout", "stderr", …}``, Read as ``{"file": {"content", …}}``, a
+    subagent's report as ``{"content": [text blocks], …}``; anything else is kept as sent.
     """
     if not text.startswith("{"):
         return text
@@ -61,6 +61,10 @@ def tool_output(text: str) -> str:
         stderr = value.get("stderr")
         out: str = value["stdout"]
         return f"{out}\n{stderr}" if isinstance(stderr, str) and stderr else out
+    if isinstance(value, dict) and isinstance(value.get("file"), dict):
+        content = value["file"].get("content")  # Read: {"type": "text", "file": {...}}
+        if isinstance(content, str):
+            return content
     texts = _texts(value)
     return "\n".join(texts) if texts else text
 

@@ -41,17 +41,18 @@ def build_trajectory(
 def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "") -> AgentDraft:
     session = session_id or _session_of(spans, events)
     drafts: dict[str, AgentDraft] = {}
-    cc_spans = [s for s in spans if s.source == "claude_code"]
+    by_source: dict[str, list[Span]] = {}
+    for span in spans:
+        by_source.setdefault(span.source, []).append(span)
+    cc_spans = by_source.get("claude_code", [])
     cc_events = [e for e in events if e.source == "claude_code"]
     if cc_spans or cc_events:
         drafts["claude_code"] = _claude_code.read(cc_spans, cc_events, session)
-    oi = [s for s in spans if s.source == "openinference"]
-    if oi:
-        drafts["openinference"] = _openinference.read(oi, session)
-    tai = [s for s in spans if s.source == "traceai"]
-    if tai:
-        drafts["traceai"] = _traceai.read(tai, session)
-    genai = [s for s in spans if s.source in ("gen_ai", "skillsight")]
+    if "openinference" in by_source:
+        drafts["openinference"] = _openinference.read(by_source["openinference"], session)
+    if "traceai" in by_source:
+        drafts["traceai"] = _traceai.read(by_source["traceai"], session)
+    genai = by_source.get("gen_ai", []) + by_source.get("skillsight", [])
     if genai:
         draft = _genai.read(genai, session)
         if draft.steps:
