@@ -49,6 +49,7 @@ __all__ = [
     "Turn",
     "Usage",
     "call_id",
+    "last_tool_output",
 ]
 
 
@@ -150,6 +151,24 @@ class RecordedRequest:
 def call_id(turn: int, block: int) -> str:
     """The deterministic tool-call id of block ``block`` of turn ``turn``."""
     return "call_" + _digest("call", turn, block)
+
+
+def last_tool_output(body: dict[str, Any]) -> str:
+    """The last tool result in a request ("" if none), to script answers that use it.
+
+    Reads Responses API input (``function_call_output`` items) and Chat Completions messages
+    (``role: tool``).
+    """
+    entries = body.get("input") if isinstance(body.get("input"), list) else body.get("messages")
+    for entry in reversed(entries or []):
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("type") == "function_call_output" or entry.get("role") == "tool":
+            output = entry.get("output", entry.get("content"))
+            if isinstance(output, list):
+                return "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
+            return str(output or "")
+    return ""
 
 
 def _digest(*parts: object) -> str:

@@ -373,6 +373,8 @@ class TraceMapper:
             )
         else:
             export = data.export() if callable(getattr(data, "export", None)) else None
+            if node.kind == "handoff" and getattr(data, "to_agent", None):
+                node.span.update_name(f"handoff {data.to_agent}")  # known only at the end
             self._emitter.set_content(node.span, sc.SKILLSIGHT_SOURCE_SPAN_DATA, export)
             if error is not None:
                 node.span.set_status(Status(StatusCode.ERROR, error))
