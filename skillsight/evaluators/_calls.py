@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -73,13 +74,19 @@ def argument_text(call: ToolCall) -> str:
     return json.dumps(args, ensure_ascii=False, sort_keys=True)
 
 
+# Claude Code's Skill tool answers with this line first.
+_BASE_DIRECTORY = re.compile(r"^Base directory for this skill: (/\S+)", re.MULTILINE)
+
+
 def skill_dir(activation: Activation, context: EvaluationContext) -> str | None:
-    """The skill's folder: the loaded manifest's, else from the contract's source URI."""
+    """The skill's folder: the loaded manifest's, else from the contract's source URI, else
+    from the base directory Claude Code's Skill tool announces in its result."""
     if context.manifest is not None:
         return str(context.manifest.path)
     uri = activation.contract.source_uri if activation.contract else ""
     if not uri:
-        return None
+        announced = _BASE_DIRECTORY.search(activation.skill_output or "")
+        return posixpath.normpath(announced.group(1)) if announced else None
     path = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
     if not path.startswith("/"):
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from skillsight.collector.activations import VisibleSkill
 from skillsight.evaluators._baseline import Baseline
 from skillsight.evaluators._embedding import Embedder
 from skillsight.skills import SkillManifest
@@ -40,6 +41,9 @@ class EvaluationContext:
     """The agent's working directory; derived from the skill's path when not given."""
     extra_roots: tuple[str, ...] = field(default=())
     """More folders that count as inside the workspace (e.g. a scratch directory)."""
+    catalogue: tuple[VisibleSkill, ...] = field(default=())
+    """The skills the agent could see, for activations whose telemetry does not list them
+    (Claude Code's native telemetry does not): the project's scanned skill catalogue."""
 
 
 EMPTY_CONTEXT = EvaluationContext()

@@ -4,8 +4,8 @@ Two checks, each applicable or not:
 
 - *reference*: the integration message (the first agent message after the skill's run) states at
   least one value the skill's tool calls produced. Values are numbers of two or more digits and
-  file names, taken from the results of successful calls, minus those already in the request or
-  in the calls' own arguments (inputs are not outputs).
+  file names, taken from the results of successful calls other than file reads (Read, Glob,
+  Grep, LS return inputs), minus those already in the request or in the calls' own arguments.
 - *no recompute*: when the skill has scripts, the agent neither ran an inline interpreter or
   calculator (``python -c``, ``node -e``, ``bc``, ``awk``, ``expr``, ``$((…))``, a heredoc into an
   interpreter) instead of a script, nor — when no script ran successfully — answered with
@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 
 from skillsight.collector.activations import Activation, ToolCall
-from skillsight.evaluators._calls import argument_text, command_of
+from skillsight.evaluators._calls import FILE_TOOLS, argument_text, command_of
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
@@ -75,7 +75,11 @@ class IntegrationEvaluator(Evaluator):
         calls = activation.tool_calls
         message = activation.integration_message
         inputs = values(activation.request) | _union(argument_text(c) for c in calls)
-        produced = _union(c.result or "" for c in calls if not c.is_error) - inputs
+        # What a file read returns is the input's content, not something the skill produced.
+        produced = (
+            _union(c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS)
+            - inputs
+        )
         checks: list[tuple[str, bool]] = []
         findings: list[Finding] = []
         used: set[str] = set()
@@ -165,14 +169,22 @@ class IntegrationEvaluator(Evaluator):
                 known |= numbers(argument_text(call)) | numbers(call.result or "")
             invented = sorted(numbers(message) - known)
             if invented:
+                # The input the agent worked from instead: its last successful call, if any.
+                source = next((c for c in reversed(calls) if not c.is_error), None)
                 findings.append(
                     Finding(
                         kind="inline_recompute",
                         message=(
                             "no skill script ran, yet the answer states values no tool produced: "
                             + ", ".join(invented[:8])
+                            + (
+                                f" (worked out from {source.name} {source.tool_call_id})"
+                                if source
+                                else ""
+                            )
                         ),
                         step_id=activation.integration_step_id,
+                        tool_call_id=source.tool_call_id if source else None,
                         severity="medium",
                         detail={"values": invented[:50], "scripts": scripts},
                     )

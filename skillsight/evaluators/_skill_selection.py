@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from skillsight.collector.activations import Activation
+from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._embedding import Embedder, cosine
 from skillsight.evaluators._evaluator import Evaluator
@@ -36,6 +36,11 @@ def skill_text(name: str, description: str) -> str:
 def _named(request: str, name: str) -> bool:
     """Whether the request names the skill: the name as a whole word, or ``/name``."""
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", request, re.IGNORECASE) is not None
+
+
+def visible_skills(activation: Activation, context: EvaluationContext) -> list[VisibleSkill]:
+    """What the agent could see: as recorded with the activation, else the catalogue."""
+    return list(activation.visible_skills) or list(context.catalogue)
 
 
 class SkillSelectionEvaluator(Evaluator):
@@ -63,14 +68,11 @@ class SkillSelectionEvaluator(Evaluator):
         texts: dict[str, None] = {}
         for activation in activations:
             if activation.request.strip():
-                texts[activation.request] = None
-            for skill in self._candidates(activation):
-                texts[skill] = None
+                texts[activation.request.strip()] = None
+            for skill in visible_skills(activation, context):
+                texts[skill_text(skill.name, skill.description)] = None
         if texts:
             self._embedder_for(context).embed(list(texts))
-
-    def _candidates(self, activation: Activation) -> list[str]:
-        return [skill_text(s.name, s.description) for s in activation.visible_skills]
 
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         golden = context.golden
@@ -122,8 +124,9 @@ class SkillSelectionEvaluator(Evaluator):
         if not request:
             why = "the request was not logged" if not activation.request_logged else "no request"
             return self.not_applicable(activation, why)
+        visible = visible_skills(activation, context)
         chosen_desc = next(
-            (s.description for s in activation.visible_skills if s.name == activation.skill_name),
+            (s.description for s in visible if s.name == activation.skill_name),
             None,
         )
         if chosen_desc is None:
@@ -138,7 +141,7 @@ class SkillSelectionEvaluator(Evaluator):
             return self.not_applicable(activation, "the chosen skill's description is unknown")
         others = [
             (s.name, skill_text(s.name, s.description))
-            for s in activation.visible_skills
+            for s in visible
             if s.name != activation.skill_name
         ]
         texts = [request, skill_text(activation.skill_name, chosen_desc)] + [t for _, t in others]

@@ -1,4 +1,4 @@
-"""Where an activation may touch files: the workspace, the skill's folder, scratch space."""
+"""Where an activation may touch files: the workspace, the skill's folder, extra roots."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import re
 from dataclasses import dataclass
 
 from skillsight.evaluators._calls import absolute, within
-
-TEMP_ROOTS = ("/tmp", "/var/tmp", "/private/tmp")
 
 # Places whose reading or writing is a finding wherever the workspace is.
 _SENSITIVE = re.compile(
@@ -36,11 +34,10 @@ class Roots:
         return self.workspace is not None or self.skill_dir is not None
 
     def allowed(self, path: str) -> bool:
-        """Whether normalized absolute ``path`` is in the workspace, the skill or scratch space
-        (a scratch root itself is not: deleting /tmp is not scratch work)."""
-        if any(within(path, r) for r in (self.workspace, self.skill_dir, *self.extra) if r):
-            return True
-        return any(path.startswith(t + "/") for t in TEMP_ROOTS)
+        """Whether normalized absolute ``path`` is in the workspace, the skill folder or one of
+        the extra roots. Temporary directories are not exempt: /tmp holds other people's files
+        too, and a skill has no business deleting them."""
+        return any(within(path, r) for r in (self.workspace, self.skill_dir, *self.extra) if r)
 
     def resolve(self, path: str) -> str | None:
         """``path`` made absolute against the workspace (None when unresolvable)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 # (kind, pattern); the whole match is the secret.
 _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("anthropic_api_key", re.compile(r"(?<![\w-])sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{32,}")),
-    ("openai_api_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("sk_secret_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
     ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")),
     ("github_token", re.compile(r"(?<![\w])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![\w])")),
     ("github_token", re.compile(r"(?<![\w])github_pat_[A-Za-z0-9_]{60,}")),
@@ -76,7 +76,7 @@ def find_secrets(text: str) -> list[SecretMatch]:
     for kind, pattern in _SHAPES:
         for match in pattern.finditer(text):
             token = match.group(0)
-            if kind == "openai_api_key" and (
+            if kind == "sk_secret_key" and (
                 token.startswith("sk-ant-") or not _looks_keylike(token[3:])
             ):
                 continue
