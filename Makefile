@@ -28,9 +28,11 @@ test: $(STAMP)
 
 ## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS) and the
 ## instrumentation overhead (latency per session and tool call, memory, ratios to uninstrumented)
+## and the rebuild (1,000-step session rebuild time, activations rebuilt per CPU-second)
 bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
 	$(VENV)/bin/skillsight bench overhead
+	$(VENV)/bin/skillsight bench rebuild
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

@@ -424,9 +424,7 @@ def bench_overhead(
     """
     from skillsight.bench.overhead import run_overhead_bench
 
-    run_overhead_bench(
-        sessions=sessions, replays=replays, tool_calls=tool_calls, console=console
-    )
+    run_overhead_bench(sessions=sessions, replays=replays, tool_calls=tool_calls, console=console)
 
 
 # -- skills ---------------------------------------------------------------------------------------
@@ -558,6 +556,32 @@ def skills_list(
         )
     console.print(table)
     console.print(f"{len(rows)} skill versions", style="dim")
+
+
+@bench_app.command("rebuild")
+def bench_rebuild(
+    steps: Annotated[int, typer.Option("--steps", help="Steps of the long session.")] = 1000,
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Short sessions for the throughput run.")
+    ] = 200,
+    repeat: Annotated[int, typer.Option("--repeat", help="Timed runs (median).")] = 5,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure rebuild time of a long session (algorithm alone, and store read + algorithm +
+    write) and activations rebuilt per CPU-second, on a fresh embedded store.
+
+    Example: skillsight bench rebuild --steps 1000
+    """
+    from skillsight.bench.rebuild import run_rebuild_bench
+
+    try:
+        report = run_rebuild_bench(steps=steps, sessions=sessions, repeat=repeat, console=console)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
 
 
 # -- activations and trajectories ---------------------------------------------------------------

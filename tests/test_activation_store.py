@@ -139,6 +139,10 @@ def test_touched_sessions_and_session_rows(store: Store) -> None:
     assert (len(spans), len(events)) == (11, 18)
     assert spans == store.list_spans("p1", session_id=CAPTURED_SESSION)
     assert store.session_rows("p2", CAPTURED_SESSION) == ([], [])
+    assert store.sessions_rows("p1", [CAPTURED_SESSION, "no-such-session"]) == {
+        CAPTURED_SESSION: (spans, events),
+        "no-such-session": ([], []),
+    }
     assert store.rebuilt_through("p1", [CAPTURED_SESSION]) == {}
     store.write_rebuild(
         "p1", Rebuilt(CAPTURED_SESSION, _trajectory(CAPTURED_SESSION)), ingested_through_us=last

@@ -137,22 +137,28 @@ def rebuild_sessions(
 ) -> tuple[list[Outcome], list[int]]:
     """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
 
-    Returns each key's outcome and the stamps written (one write for the whole pass). A
-    ``(project_id, session_key)`` in ``require_complete`` whose spans miss a parent is left
-    alone and reported incomplete; every other session is rebuilt from what is there.
+    Reads each project's sessions together and writes the whole pass at once; a store error
+    raises (nothing is written), a failing rebuild only marks its session. Returns each key's
+    outcome and the stamps written. A ``(project_id, session_key)`` in ``require_complete``
+    whose spans miss a parent is left alone and reported incomplete; every other session is
+    rebuilt from what is there.
     """
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
+    rows = {
+        project_id: store.sessions_rows(project_id, [k for p, k, _ in keys if p == project_id])
+        for project_id in dict.fromkeys(p for p, _, _ in keys)
+    }
     for project_id, key, _ in keys:
         outcome = Outcome(project_id, key)
         outcomes.append(outcome)
+        spans, events = rows[project_id][key]
+        if not spans and not events:
+            continue
+        if (project_id, key) in require_complete and not is_complete(spans):
+            outcome.incomplete = True
+            continue
         try:
-            spans, events = store.session_rows(project_id, key)
-            if not spans and not events:
-                continue
-            if (project_id, key) in require_complete and not is_complete(spans):
-                outcome.incomplete = True
-                continue
             if catalogue is not None and project_id not in contracts:
                 contracts[project_id] = catalogue(project_id)
             outcome.rebuilt = rebuild(

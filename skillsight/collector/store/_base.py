@@ -298,13 +298,34 @@ class Store(ABC):
         return str(rows[0]["atif"]) if rows else None
 
     def session_rows(
-        self, project_id: str, session_key: str, *, limit: int = 1_000_000
+        self, project_id: str, session_key: str
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Spans and events of a session (a session id, or the trace id of a sessionless
         trace), every trace that touches it included, in the shape ``list_spans`` returns."""
-        params = {"project": project_id, "session": session_key, "limit": limit}
-        spans = self._rows(queries.SESSION_SPANS, params)
-        return spans, self._rows(queries.SESSION_EVENTS, params)
+        return self.sessions_rows(project_id, [session_key])[session_key]
+
+    def sessions_rows(
+        self, project_id: str, session_keys: Sequence[str], *, limit: int = 10_000_000
+    ) -> dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+        """:meth:`session_rows` of several sessions in three queries."""
+        keys = list(dict.fromkeys(session_keys))
+        out: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+            key: ([], []) for key in keys
+        }
+        if not keys:
+            return out
+        owner: dict[str, str] = {}  # trace id -> the session key it belongs to
+        for row in self._rows(queries.SESSION_TRACES, {"project": project_id, "sessions": keys}):
+            owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
+        params = {"project": project_id, "sessions": keys, "traces": list(owner), "limit": limit}
+        for index, query in enumerate((queries.SESSION_SPANS, queries.SESSION_EVENTS)):
+            for row in self._rows(query, params):
+                key = row["session_id"] if row["session_id"] in out else ""
+                key = key or owner.get(row["trace_id"], "")
+                key = key or (row["trace_id"] if row["trace_id"] in out else "")
+                if key:
+                    out[key][index].append(row)
+        return out
 
     def touched_sessions(self, since_us: int) -> list[tuple[str, str, int]]:
         """``(project_id, session_key, last_ingested_us)`` of every session with rows ingested

@@ -89,22 +89,28 @@ GROUP BY project, session_key
 HAVING session_key != ''
 ORDER BY last_ingested_us"""
 
-# Every trace id of a session: its own, and those of its spans and events.
-_SESSION_TRACES = """(
-    SELECT trace_id FROM spans
-    WHERE project_id = {project:String} AND session_id = {session:String}
-    UNION DISTINCT
-    SELECT trace_id FROM events
-    WHERE project_id = {project:String} AND session_id = {session:String} AND trace_id != ''
-)"""
+# The trace ids of some sessions, from their spans and events.
+SESSION_TRACES = """
+SELECT DISTINCT session_id, trace_id
+FROM (
+    SELECT session_id, trace_id FROM spans
+    WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+    UNION ALL
+    SELECT session_id, trace_id FROM events
+    WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+      AND trace_id != ''
+)
+ORDER BY session_id, trace_id"""
 
+# Rows of some sessions: by session id, by trace id (a sessionless trace is its own session),
+# or through the traces SESSION_TRACES found.
 SESSION_SPANS = f"""
 SELECT {SPAN_COLUMNS}
 FROM (
     SELECT * FROM spans
     WHERE project_id = {{project:String}}
-      AND (session_id = {{session:String}} OR trace_id = {{session:String}}
-           OR trace_id IN {_SESSION_TRACES})
+      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+           OR trace_id IN {{traces:Array(String)}})
     ORDER BY ingested_at DESC
     LIMIT 1 BY trace_id, span_id
 )
@@ -116,8 +122,8 @@ SELECT {EVENT_COLUMNS}
 FROM (
     SELECT * FROM events
     WHERE project_id = {{project:String}}
-      AND (session_id = {{session:String}} OR trace_id = {{session:String}}
-           OR (trace_id != '' AND trace_id IN {_SESSION_TRACES}))
+      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+           OR (trace_id != '' AND trace_id IN {{traces:Array(String)}}))
     ORDER BY ingested_at DESC
     LIMIT 1 BY session_id, timestamp, record_id
 )
