@@ -262,7 +262,7 @@ def test_skill_activation_holds_the_skill_load_and_its_script_run(
 def test_concurrent_sessions_in_one_event_loop_keep_their_own_spans(
     tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
-    prompts = {
+    prompts: dict[ClientKind, str] = {
         "query": "Total amount in data/sales.csv, please.",
         "client": "Which region sold the most in data/sales.csv?",
     }
@@ -270,7 +270,7 @@ def test_concurrent_sessions_in_one_event_loop_keep_their_own_spans(
     async def both() -> list[tuple[DemoProject, list[Any]]]:
         return list(
             await asyncio.gather(
-                *(_session(tmp_path / kind, kind, prompt) for kind, prompt in prompts.items())  # type: ignore[arg-type]
+                *(_session(tmp_path / kind, kind, prompt) for kind, prompt in prompts.items())
             )
         )
 
@@ -279,7 +279,7 @@ def test_concurrent_sessions_in_one_event_loop_keep_their_own_spans(
     spans = exporter.get_finished_spans()
     roots = [s for s in spans if s.parent is None]
     assert len(roots) == 2
-    by_conversation = {r.attributes[sc.GEN_AI_CONVERSATION_ID]: r for r in roots}
+    by_conversation = {(r.attributes or {})[sc.GEN_AI_CONVERSATION_ID]: r for r in roots}
     for (project, messages), prompt in zip(runs, prompts.values(), strict=True):
         (result,) = _messages_of(messages, "ResultMessage")
         root = by_conversation[result.session_id]
@@ -328,14 +328,14 @@ def test_a_skill_used_inside_a_subagent_nests_under_the_subagent(
     by_name = {s.name: s for s in spans}
     subagent = by_name["invoke_agent data-analyst"]
     activation = by_name["activate_skill csv-summary"]
-    assert subagent.attributes[sc.GEN_AI_CONVERSATION_ID] == result.session_id
-    assert activation.attributes[sc.GEN_AI_SKILL_VERSION] == skill_version(
+    assert (subagent.attributes or {})[sc.GEN_AI_CONVERSATION_ID] == result.session_id
+    assert (activation.attributes or {})[sc.GEN_AI_SKILL_VERSION] == skill_version(
         result.scenario.root / ".claude" / "skills" / "csv-summary"
     )
     assert {
-        s.attributes[sc.GEN_AI_TOOL_NAME]: s.attributes[sc.GEN_AI_TOOL_CALL_ID]
-        for s in spans
-        if sc.GEN_AI_TOOL_NAME in (s.attributes or {})
+        attrs[sc.GEN_AI_TOOL_NAME]: attrs[sc.GEN_AI_TOOL_CALL_ID]
+        for attrs in (s.attributes or {} for s in spans)
+        if sc.GEN_AI_TOOL_NAME in attrs
     } == {name: call.tool_use_id for name, call in calls.items()}
 
 
@@ -395,3 +395,65 @@ def test_broken_telemetry_leaves_the_agents_answer_unchanged(
         f"The {project.skill_name} skill summarised data/sales.csv:\n\n{project.expected_output}"
     )
     assert any(r.exc_info and "redactor bug" in str(r.exc_info[1]) for r in caplog.records)
+
+
+@claude_session
+def test_a_client_connection_is_one_agent_span_across_its_turns(
+    tmp_path: Path, exporter: InMemorySpanExporter
+) -> None:
+    import claude_agent_sdk
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from skillsight.demo.session import session_env
+
+    project = create_demo_project(tmp_path / "project")
+    config_dir = tmp_path / "claude-config"
+    config_dir.mkdir()
+    prompts = (DEFAULT_PROMPT, "Thanks! Anything else?")
+
+    async def two_turns() -> list[Any]:
+        with ScriptedAnthropic(demo_turns(project)) as base_url:
+            options = ClaudeAgentOptions(
+                cwd=str(project.root),
+                setting_sources=["project"],
+                skills=[project.skill_name],
+                allowed_tools=["Bash(python3:*)", "Read"],
+                env=session_env(base_url, config_dir),
+                max_turns=8,
+            )
+            results: list[Any] = []
+            async with claude_agent_sdk.ClaudeSDKClient(options=options) as client:
+                for prompt in prompts:
+                    await client.query(prompt)
+                    async for message in client.receive_response():
+                        if type(message).__name__ == "ResultMessage":
+                            results.append(message)
+            return results
+
+    first, second = asyncio.run(asyncio.wait_for(two_turns(), 90))
+
+    spans = exporter.get_finished_spans()
+    model = f"chat {next(iter(first.model_usage))}"
+    assert names(span_tree(spans)) == [
+        [
+            "invoke_agent claude-code",
+            [
+                model,
+                ["activate_skill csv-summary", ["execute_tool Skill", "execute_tool Bash"]],
+                model,
+                model,
+                model,  # the second turn: an answer without tools
+            ],
+        ]
+    ]
+    by_name = {s.name: s for s in spans}
+    root = by_name["invoke_agent claude-code"].attributes or {}
+    # The CLI reports the session's running cost; usage is per turn, so the span sums it.
+    assert root[sc.SKILLSIGHT_COST_USD] == second.total_cost_usd
+    assert root[sc.GEN_AI_USAGE_OUTPUT_TOKENS] == (
+        first.usage["output_tokens"] + second.usage["output_tokens"]
+    )
+    assert root[sc.GEN_AI_INPUT_MESSAGES] == DEFAULT_PROMPT
+    activation = by_name["activate_skill csv-summary"]
+    last_chat = max((s for s in spans if s.name == model), key=lambda s: s.start_time or 0)
+    assert (activation.end_time or 0) <= (last_chat.start_time or 0)

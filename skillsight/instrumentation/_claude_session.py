@@ -208,7 +208,10 @@ class ClaudeSession:
             )
         elif event == "Stop":
             self._end_turn(self.main)
+            self.main.last_event_ns = _now()
         elif event == "UserPromptSubmit":
+            # The next model call answers this prompt: its span starts here.
+            self.main.last_event_ns = _now()
             prompt = data.get("prompt")
             if isinstance(prompt, str):
                 self.note_prompt(prompt)
