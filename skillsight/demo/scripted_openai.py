@@ -556,6 +556,10 @@ def _make_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
             # Requests are recorded in ScriptedOpenAI.requests; stderr noise helps nobody.
             return
 
+        def _headers(self) -> dict[str, str]:
+            # Header names are case-insensitive: recorded in lower case, as HTTP/2 sends them.
+            return {name.lower(): value for name, value in self.headers.items()}
+
         def _read_body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -600,15 +604,13 @@ def _make_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
-            server._record(
-                RecordedRequest("GET", path, dict(self.headers), None, "other", status=404)
-            )
+            server._record(RecordedRequest("GET", path, self._headers(), None, "other", status=404))
             self._send_error(HttpError(404, f"GET {path}"))
 
         def do_POST(self) -> None:
             path = urlsplit(self.path).path
             body = self._read_body()
-            headers = dict(self.headers)
+            headers = self._headers()
             api = _api_for(path)
             if api == "other" or not isinstance(body, dict):
                 status = 404 if api == "other" else 400
