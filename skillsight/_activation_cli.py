@@ -136,29 +136,19 @@ def _excerpt(value: Any, width: int = 160) -> str:
 
 
 def print_activations(console: Console, found: list[Activation]) -> None:
+    """One line each, narrow enough for 80 columns with the whole id (``show`` takes it)."""
     table = Table(box=None, header_style="bold")
-    for column, options in (
-        ("started", {"no_wrap": True}),
-        ("skill", {"overflow": "fold"}),
-        ("trigger", {"no_wrap": True}),
-        ("calls", {"justify": "right"}),
-        ("tokens in/out", {"justify": "right", "no_wrap": True}),
-        ("cost $", {"justify": "right"}),
-        ("outcome", {"no_wrap": True}),
-        ("session", {"no_wrap": True, "max_width": 12}),
-        ("id", {"no_wrap": True}),
-    ):
-        table.add_column(column, **options)
+    table.add_column("started UTC", no_wrap=True)
+    table.add_column("skill", min_width=12, overflow="fold")
+    table.add_column("trigger", no_wrap=True)
+    table.add_column("calls", justify="right", no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=32)
     for a in found:
         table.add_row(
-            a.started_at[:19].replace("T", " "),
-            a.skill_name,
+            a.started_at[5:16].replace("T", " "),
+            escape(a.skill_name),
             a.trigger,
             str(len(a.tool_calls)),
-            f"{a.tokens.input}/{a.tokens.output}",
-            f"{a.cost_usd:.4f}",
-            a.outcome,
-            a.session_id[:12],
             a.activation_id,
         )
     console.print(table)

@@ -6,6 +6,7 @@ Every scenario runs in its own project (API keys), so one server serves the modu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
@@ -16,6 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from skillsight.collector import otlp
+from skillsight.collector.finalizer import ActivationsReady, Finalizer
+from skillsight.collector.rebuild import Rebuilt, rebuild_session
+from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from skillsight.collector.store import EmbeddedStore
 from tests.support.serve import RunningServer, running_server
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
@@ -310,3 +316,125 @@ def test_unknown_ids_are_404_and_projects_are_isolated(
         timeout=30,
     )
     assert other.status_code == 401
+
+
+# -- the finalizer in process, on the embedded store -------------------------------------------
+#
+# The same class ``skillsight serve`` runs, entered here without a batch writer (as a separate
+# worker process would run it: it polls the store). Rows go in through the store's insert.
+
+
+def _ingest_capture_pair(store: EmbeddedStore, project: str) -> tuple[str, str]:
+    """Both recorded sessions (JSON and protobuf captures); returns their session ids."""
+    limits = otlp.Limits()
+    sessions = []
+    for traces, logs, encoding in (
+        ("traces.json", "logs.json", otlp.JSON),
+        ("traces.pb", "logs.pb", otlp.PROTOBUF),
+    ):
+        folder = CAPTURES / "claude_code"
+        spans = otlp.decode(otlp.TRACES, (folder / traces).read_bytes(), encoding, project, limits)
+        events = otlp.decode(otlp.LOGS, (folder / logs).read_bytes(), encoding, project, limits)
+        store.insert_spans(spans.columns.to_arrow(SPAN_SCHEMA))
+        store.insert_events(events.columns.to_arrow(EVENT_SCHEMA))
+        sessions.append(_first_session(store, project, sessions))
+    return sessions[0], sessions[1]
+
+
+def _first_session(store: EmbeddedStore, project: str, known: list[str]) -> str:
+    keys = [key for p, key, _ in store.touched_sessions(0) if p == project and key not in known]
+    assert len(keys) == 1, keys
+    return keys[0]
+
+
+async def _until_idle(finalizer: Finalizer) -> None:
+    async with asyncio.timeout(30):
+        while not (finalizer.idle and finalizer.stats.sessions_rebuilt + finalizer.stats.errors):
+            await asyncio.sleep(0.02)
+
+
+def test_a_failing_session_is_counted_and_the_others_are_rebuilt_and_announced(
+    embedded_store: EmbeddedStore,
+) -> None:
+    good, bad = _ingest_capture_pair(embedded_store, "p")
+
+    def rebuild(
+        spans: Any, events: Any, *, project_id: str, catalogue: Any, session_id: str
+    ) -> Rebuilt:
+        if session_id == bad:
+            raise ValueError("this session's rows cannot be read")
+        return rebuild_session(
+            spans, events, project_id=project_id, catalogue=catalogue, session_id=session_id
+        )
+
+    announced: list[ActivationsReady] = []
+
+    async def collect(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    async def refuse(item: ActivationsReady) -> None:
+        raise RuntimeError("the evaluation queue is full")
+
+    async def run() -> dict[str, object]:
+        finalizer = Finalizer(embedded_store, quiet_s=0.1, poll_s=0.02, rebuild=rebuild)
+        finalizer.subscribe(collect)
+        finalizer.subscribe(refuse)
+        async with finalizer:
+            async with asyncio.timeout(30):
+                while finalizer.stats.sessions_rebuilt + finalizer.stats.errors < 2:
+                    await asyncio.sleep(0.02)
+            return finalizer.health()
+
+    health = asyncio.run(run())
+    assert health["sessions_rebuilt"] == 1
+    assert health["errors"] == 2  # the bad session, and the subscriber that raised
+    stored = embedded_store.list_activations("p")
+    assert [(a.session_id, a.skill_name) for a in stored] == [(good, "csv-summary")]
+    assert [(i.project_id, i.session_id, i.activations) for i in announced] == [
+        ("p", good, tuple(stored))
+    ]
+    assert embedded_store.get_trajectory("p", bad) is None
+
+
+def test_leaving_rebuilds_what_is_still_pending(embedded_store: EmbeddedStore) -> None:
+    """A graceful stop does not wait out the quiet period: pending sessions are rebuilt."""
+
+    async def run() -> int:
+        async with Finalizer(embedded_store, quiet_s=3600, poll_s=0.02) as finalizer:
+            _ingest_capture_pair(embedded_store, "p")
+            async with asyncio.timeout(30):
+                while finalizer.pending < 2:
+                    await asyncio.sleep(0.02)
+        return finalizer.stats.sessions_rebuilt
+
+    assert asyncio.run(run()) == 2
+    assert sorted(a.skill_name for a in embedded_store.list_activations("p")) == [
+        "csv-summary",
+        "csv-summary",
+    ]
+
+
+def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
+    embedded_store: EmbeddedStore,
+) -> None:
+    first, second = _ingest_capture_pair(embedded_store, "p")
+    spans, events = embedded_store.session_rows("p", first)
+    embedded_store.write_rebuild(
+        "p",
+        rebuild_session(spans, events, project_id="p", session_id=first),
+        ingested_through_us=max(t for _, k, t in embedded_store.touched_sessions(0) if k == first),
+    )
+
+    async def run() -> list[str]:
+        rebuilt: list[str] = []
+
+        async def note(item: ActivationsReady) -> None:
+            rebuilt.append(item.session_id)
+
+        finalizer = Finalizer(embedded_store, quiet_s=0.0, poll_s=0.02)
+        finalizer.subscribe(note)
+        async with finalizer:
+            await _until_idle(finalizer)
+        return rebuilt
+
+    assert asyncio.run(run()) == [second]

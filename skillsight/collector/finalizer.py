@@ -328,8 +328,11 @@ class Finalizer:
             self._watermark_us = max(self._watermark_us, max(t[2] for t in touched))
         touched = [t for t in touched if self._mine(t[1])]
         if self._catching_up:
-            touched = await asyncio.to_thread(self._not_yet_rebuilt, touched)
-            self._catching_up = False
+            owed = await asyncio.to_thread(self._not_yet_rebuilt, touched)
+            # the rest was rebuilt before (by an earlier run): the overlap must not redo it
+            for project_id, key, last_us in set(touched) - set(owed):
+                self._handled[(project_id, key)] = last_us
+            touched, self._catching_up = owed, False
         now = time.monotonic()
         wall_us = time.time_ns() // 1000
         for project_id, key, last_us in touched:
