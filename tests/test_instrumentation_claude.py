@@ -81,6 +81,7 @@ ACTIVATION_KEYS = (
     sc.SKILLSIGHT_SKILL_ALLOWED_TOOLS,
     sc.SKILLSIGHT_ACTIVATION_TRIGGER,
     sc.SKILLSIGHT_ACTIVATION_INPUT,
+    sc.SKILLSIGHT_ACTIVATION_CALL_ID,
     sc.OPENINFERENCE_SPAN_KIND,
 )
 AGENT_KEYS = (
@@ -220,6 +221,7 @@ def expected_tree(project: DemoProject, messages: list[Any], prompt: str) -> lis
                         sc.SKILLSIGHT_SKILL_ALLOWED_TOOLS: '["Bash(python3:*)", "Read"]',
                         sc.SKILLSIGHT_ACTIVATION_TRIGGER: "skill_tool",
                         sc.SKILLSIGHT_ACTIVATION_INPUT: prompt,
+                        sc.SKILLSIGHT_ACTIVATION_CALL_ID: skill_call.id,
                         sc.OPENINFERENCE_SPAN_KIND: "AGENT",
                     },
                     "children": [

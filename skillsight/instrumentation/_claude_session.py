@@ -294,6 +294,7 @@ class ClaudeSession:
             skill,
             trigger=trigger,
             input=activation_input,
+            call_id=call_id,
             parent=owner.context,
             start_time=start_time,
         )

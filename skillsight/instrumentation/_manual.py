@@ -77,6 +77,7 @@ class SkillActivation(_CurrentSpan):
         skill_dir: str | os.PathLike[str] | None = None,
         trigger: str = sc.TRIGGER_MANUAL,
         input: Any = None,
+        call_id: str | None = None,
         description: str | None = None,
         allowed_tools: Sequence[str] | None = None,
         composes: bool = False,
@@ -90,6 +91,7 @@ class SkillActivation(_CurrentSpan):
         self._skill_dir = skill_dir
         self._trigger = trigger
         self._input = input
+        self._call_id = call_id
         self._description = description
         self._allowed_tools = allowed_tools
         self._composes = composes
@@ -122,7 +124,11 @@ class SkillActivation(_CurrentSpan):
         self.skill = self._resolve()
         self._enter(
             emitter.start_activation(
-                self.skill, trigger=self._trigger, input=self._input, composes=self._composes
+                self.skill,
+                trigger=self._trigger,
+                input=self._input,
+                call_id=self._call_id,
+                composes=self._composes,
             )
         )
         return self
@@ -152,6 +158,7 @@ class SkillActivation(_CurrentSpan):
             skill_dir=self._skill_dir,
             trigger=self._trigger,
             input=self._input,
+            call_id=self._call_id,
             description=self._description,
             allowed_tools=self._allowed_tools,
             composes=self._composes,
@@ -186,6 +193,7 @@ def skill_activation(
     skill_dir: str | os.PathLike[str] | None = None,
     trigger: str = sc.TRIGGER_MANUAL,
     input: Any = None,
+    call_id: str | None = None,
     description: str | None = None,
     allowed_tools: Sequence[str] | None = None,
     composes: bool = False,
@@ -198,6 +206,7 @@ def skill_activation(
     The skill's description, version (content hash), allowed-tools and source come from its
     SKILL.md: in ``skill_dir`` when given, else found by name from ``cwd`` (default: the working
     directory) the way Claude Code finds skills. ``description`` / ``allowed_tools`` override.
+    ``call_id`` names the tool call that started the activation, when one did.
     Tool and model calls recorded inside become its children::
 
         with skill_activation("csv-summary", input=request) as act:
@@ -211,6 +220,7 @@ def skill_activation(
         skill_dir=skill_dir,
         trigger=trigger,
         input=input,
+        call_id=call_id,
         description=description,
         allowed_tools=allowed_tools,
         composes=composes,

@@ -267,11 +267,16 @@ class SpanEmitter:
         *,
         trigger: str,
         input: Any = None,
+        call_id: str | None = None,
         parent: Context | None = None,
         composes: bool = False,
         start_time: int | None = None,
     ) -> Span:
-        """An ``activate_skill {name}`` span; the tool spans of the skill's work go under it."""
+        """An ``activate_skill {name}`` span; the tool spans of the skill's work go under it.
+
+        ``call_id`` names the tool call that started it (a ``Skill`` call, a ``Read`` of the
+        SKILL.md, a ``load_skill`` call), so every source of one run names the same start.
+        """
         span = self.tracer.start_span(
             f"{sc.OP_ACTIVATE_SKILL} {skill.name}",
             context=parent,
@@ -281,6 +286,8 @@ class SpanEmitter:
         span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.OP_ACTIVATE_SKILL)
         span.set_attribute(sc.SKILLSIGHT_SPAN_KIND, sc.SPAN_KIND_SKILL_ACTIVATION)
         span.set_attribute(sc.SKILLSIGHT_ACTIVATION_TRIGGER, trigger)
+        if call_id:
+            span.set_attribute(sc.SKILLSIGHT_ACTIVATION_CALL_ID, call_id)
         span.set_attribute(
             sc.OPENINFERENCE_SPAN_KIND,
             sc.OPENINFERENCE_KIND_CHAIN if composes else sc.OPENINFERENCE_KIND_AGENT,
