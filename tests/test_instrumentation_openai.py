@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
 import pytest
 from openai import AsyncOpenAI
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -34,9 +35,10 @@ from skillsight.demo.scripted_openai import (
     call_id,
     last_tool_output,
 )
-from skillsight.instrumentation import ContentPolicy
+from skillsight.instrumentation import ContentPolicy, configure, shutdown
 from skillsight.instrumentation._guard import STRICT_ENV
 from skillsight.skills import skill_version
+from tests.harness.otlp_capture import OtlpCapture, iter_spans
 
 agents = pytest.importorskip("agents")
 
@@ -45,6 +47,7 @@ from agents import (  # noqa: E402  (after the importorskip above)
     ModelSettings,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
+    RunConfig,
     Runner,
     function_tool,
     set_trace_processors,
@@ -157,6 +160,7 @@ def run_agent(
     prompt: str = PROMPT,
     *,
     stream: bool = False,
+    run_config: Any = None,
 ) -> str:
     """Run the agent ``build`` makes around a client of ``base_url``; its final output."""
 
@@ -165,11 +169,11 @@ def run_agent(
             agent = build(client)
             with sdk_trace("csv question", group_id=CONVERSATION):
                 if stream:
-                    streamed = Runner.run_streamed(agent, prompt)
+                    streamed = Runner.run_streamed(agent, prompt, run_config=run_config)
                     async for _ in streamed.stream_events():
                         pass
                     return str(streamed.final_output)
-                result = await Runner.run(agent, prompt)
+                result = await Runner.run(agent, prompt, run_config=run_config)
                 return str(result.final_output)
 
     return asyncio.run(go())
@@ -615,6 +619,62 @@ def test_a_failing_tool_is_an_error_span_inside_the_activation(
     ]
 
 
+def test_without_sensitive_data_traced_spans_keep_structure_and_usage(
+    workspace: Path, processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    # The SDK then traces no arguments and no model output: nothing names the skill loaded.
+    with ScriptedOpenAI(SKILL_RUN) as base_url:
+        answer = run_agent(
+            base_url,
+            lambda c: make_agent("responses", c, workspace),
+            run_config=RunConfig(trace_include_sensitive_data=False),
+        )
+
+    assert answer == FINAL
+    (agent,) = tree(exporter.get_finished_spans())
+    assert [(c["name"], c["attributes"]) for c in agent["children"]] == [
+        (
+            "chat",
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_PROVIDER_NAME: "openai",
+                sc.GEN_AI_USAGE_INPUT_TOKENS: 100,
+                sc.GEN_AI_USAGE_OUTPUT_TOKENS: 10,
+                sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 1,
+            },
+        ),
+        (
+            "execute_tool load_skill",
+            {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "load_skill"},
+        ),
+        (
+            "chat",
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_PROVIDER_NAME: "openai",
+                sc.GEN_AI_USAGE_INPUT_TOKENS: 200,
+                sc.GEN_AI_USAGE_OUTPUT_TOKENS: 20,
+                sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 2,
+            },
+        ),
+        (
+            "execute_tool run_script",
+            {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: "run_script"},
+        ),
+        (
+            "chat",
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_PROVIDER_NAME: "openai",
+                sc.GEN_AI_USAGE_INPUT_TOKENS: 300,
+                sc.GEN_AI_USAGE_OUTPUT_TOKENS: 30,
+                sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 3,
+            },
+        ),
+    ]
+    assert agent["attributes"][sc.GEN_AI_USAGE_INPUT_TOKENS] == 600
+
+
 def test_content_capture_off_keeps_structure_and_usage_only(
     provider: TracerProvider,
     workspace: Path,
@@ -679,3 +739,45 @@ def test_instrumentation_errors_never_change_the_agents_answer(
     assert answer == FINAL
     assert processor.internal_errors
     assert {type(e) for e in processor.internal_errors} == {RuntimeError}
+
+
+def _doc_example(heading: str) -> str:
+    text = (Path(__file__).parents[1] / "docs" / "instrumentation.md").read_text()
+    section = text.split(f"## {heading}\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_documented_example_runs_and_exports_over_otlp(
+    provider: TracerProvider,
+    workspace: Path,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(STRICT_ENV, "1")
+    monkeypatch.chdir(workspace)
+    set_trace_processors([])
+    turns: list[Turn] = [[ToolCall("load_skill", {"name": SKILL})], [Text("Loaded.")]]
+    with OtlpCapture() as receiver, ScriptedOpenAI(turns) as base_url:
+        configure(receiver.http_endpoint, tracer_provider=provider, set_global=False)
+        # No kept-alive connections: Runner.run_sync closes its loop, not the model's client.
+        http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
+        client = AsyncOpenAI(base_url=base_url, api_key="test", http_client=http)
+        namespace: dict[str, Any] = {
+            "model": OpenAIResponsesModel(MODEL, client),
+            "request": PROMPT,
+        }
+        try:
+            exec(_doc_example("OpenAI Agents SDK"), namespace)
+        finally:
+            set_trace_processors([])
+            shutdown()
+        exported = sorted(s["name"] for s in iter_spans(receiver.captures))
+
+    assert namespace["result"].final_output == "Loaded."
+    (agent,) = tree(exporter.get_finished_spans())
+    assert [(c["name"], [g["name"] for g in c["children"]]) for c in agent["children"]] == [
+        (f"chat {MODEL}", []),
+        (f"activate_skill {SKILL}", ["execute_tool load_skill"]),
+        (f"chat {MODEL}", []),
+    ]
+    assert exported == sorted(s.name for s in exporter.get_finished_spans())
