@@ -3,7 +3,8 @@
 Starts ``skillsight serve`` (data in ``.skillsight/demo``), runs the demo session — the real
 Claude Code CLI with a scripted model, using the project skill ``csv-summary`` and its script —
 exporting its native traces and log events over OTLP, then shows what the collector stored and
-keeps serving until Ctrl-C (``--once`` stops right after, for scripts).
+the skill activation the service rebuilt from it, and keeps serving until Ctrl-C (``--once``
+stops right after, for scripts).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from skillsight._activation_cli import print_activation
+from skillsight.collector.activations import Activation
 from skillsight.demo.workload import run_demo
 
 console = Console()
@@ -86,6 +89,26 @@ def _show(spans: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
     console.print(events_table)
 
 
+def _show_activations(api: str, session_id: str, ended: float) -> int:
+    """Wait for the service to rebuild the session's activations by itself, then show them."""
+    found: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 30
+    while not found and time.monotonic() < deadline:
+        found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
+        if not found:
+            time.sleep(0.1)
+    if not found:
+        console.print("[red]no skill activation was rebuilt from the session[/]")
+        return 0
+    console.print(
+        f"\n[bold]the skill activation, rebuilt by the service[/] "
+        f"({time.monotonic() - ended:.1f} s after the session ended)\n"
+    )
+    for record in found:
+        print_activation(console, Activation.model_validate(record))
+    return len(found)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m skillsight.demo", description=__doc__)
     parser.add_argument("--data", type=Path, default=Path(".skillsight/demo"))
@@ -108,22 +131,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             "[bold]csv-summary[/] skill…"
         )
         result = run_demo(endpoints["otlp_http"], "http/protobuf")
+        ended = time.monotonic()
         if not result.session_id:
             console.print("[red]the demo session did not run[/]")
             return 1
         console.print(f"session {result.session_id}: {result.result_text!r}")
         spans, events = _wait_for(endpoints["api"], result.session_id)
         _show(spans, events)
+        activations = _show_activations(endpoints["api"], result.session_id, ended)
         console.print(
             "\nLook around:\n"
             f"  {endpoints['api']}/docs                      the REST API\n"
             f"  {endpoints['api']}/api/v1/spans?session_id={result.session_id}\n"
+            f"  {endpoints['api']}/api/v1/activations?session_id={result.session_id}\n"
+            f"  {endpoints['api']}/api/v1/trajectories/{result.session_id}   (ATIF)\n"
             f"  .venv/bin/skillsight spans --api {endpoints['api']}\n"
+            f"  .venv/bin/skillsight activations list --api {endpoints['api']}\n"
             "Point any agent at it: OTEL_EXPORTER_OTLP_ENDPOINT="
             f"{endpoints['otlp_http']} (Claude Code: see README)."
         )
         if args.once:
-            return 0 if spans and events else 1
+            return 0 if spans and events and activations else 1
         console.print("[dim]Ctrl-C stops the service.[/]")
         proc.wait()
         return 0
