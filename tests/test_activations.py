@@ -241,6 +241,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "mechanism": "skill_tool",
         "load_call_id": skill_call["tool_use_id"],
         "trajectory_id": run["session_id"],
+        "activation_span_id": "",
         "decision_trajectory_id": run["session_id"],
         "agent": "claude-code",
         "subagent": "",
@@ -432,10 +433,11 @@ def test_explicit_activation_span_bounds_exactly(
         session.set_result("Total is 133.")
     rebuilt = exported(embedded_store, exporter)
     [activation] = rebuilt.activations
+    # the Skill call inside the span loaded the skill: it is the trigger, the span the bounds
     assert observed_view(activation) == {
         "skill": "csv-summary",
-        "trigger": "span",
-        "start": activation.trigger_call_id,
+        "trigger": "skill_tool",
+        "start": "call-1",
         "load_call": None,
         "agent": "main",
         "tool_calls": [
@@ -451,7 +453,11 @@ def test_explicit_activation_span_bounds_exactly(
     }
     assert activation.tool_calls[0].result == "rows: 5"
     assert activation.skill_output == "loaded"
-    assert activation.load_call_id == activation.trigger_call_id  # the span itself
+    assert activation.load_call_id == "call-1"
+    activation_span = next(
+        s for s in stored_rows(embedded_store)[0] if s["operation"] == "activate_skill"
+    )
+    assert activation.activation_span_id == activation_span["span_id"]
     assert [s.name for s in activation.visible_skills] == ["csv-summary", "pdf"]
     assert activation.contract is not None
     assert activation.contract.allowed_tools == ["Bash(python3:*)"]
@@ -488,7 +494,9 @@ def test_nested_and_back_to_back_activation_spans(
     assert by_skill["chart"].parent_activation_id == ""
     assert by_skill["report"].integration_message == "Report built; now the chart."
     assert by_skill["chart"].integration_message == "Done."
+    # no loading call inside: the span itself is the start
     assert {a.trigger for a in activations} == {"span"}
+    assert all(a.trigger_call_id == a.activation_span_id for a in activations)
     assert len({a.activation_id for a in activations}) == 3
 
 
@@ -583,3 +591,57 @@ def test_prompt_logging_off_leaves_texts_unknown(embedded_store: EmbeddedStore) 
         rebuilt.trajectory.notes is not None
         and "did not log message text" in rebuilt.trajectory.notes
     )
+
+
+# --- skillsight's Claude Agent SDK instrumentor on the real CLI --------------------------------
+
+
+def test_skillsight_instrumentor_gives_the_expected_activations(tmp_path: Path) -> None:
+    """Real Claude Code (scripted model) under skillsight's own instrumentor: its explicit
+    activation spans give the activations the scenarios state, with the same ids and triggers
+    as the native and OpenInference captures."""
+    import asyncio
+    import contextlib
+
+    from skillsight.demo.scenarios import run_scenarios_async
+    from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = ClaudeAgentSDKInstrumentor()
+
+    @contextlib.contextmanager
+    def instrumentation() -> Iterator[None]:
+        instrumentor.instrument(tracer_provider=provider)
+        try:
+            yield
+        finally:
+            instrumentor.uninstrument()
+
+    names = ["two_skills", "subagent_skill"]
+    results = asyncio.run(
+        run_scenarios_async(names, tmp_path, concurrency=2, instrumentation=instrumentation)
+    )
+    provider.shutdown()
+    store = EmbeddedStore(tmp_path / "store")
+    store.migrate()
+    body = encode_spans(exporter.get_finished_spans()).SerializeToString()
+    store.insert_spans(
+        otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", LIMITS).columns.to_arrow(
+            SPAN_SCHEMA
+        )
+    )
+    spans = store.list_spans("default", limit=ROWS)
+    store.close()
+    of_trace = {s["trace_id"]: s["session_id"] for s in spans if s["session_id"]}
+    for name in names:
+        result = results[name]
+        mine = [s for s in spans if of_trace.get(s["trace_id"]) == result.session_id]
+        rebuilt = rebuild_session(mine, [])
+        expected = result.scenario.expected.to_json()["activations"]
+        assert [
+            observed_view(a, e) for a, e in zip(rebuilt.activations, expected, strict=True)
+        ] == [expected_view(e) for e in expected], name
+        assert all(a.activation_span_id for a in rebuilt.activations)
+        assert all(a.source_convention == "gen_ai" for a in rebuilt.activations)

@@ -62,6 +62,13 @@ class _Start:
     nested: bool = False
     span: Mapping[str, Any] | None = None
 
+    @property
+    def loads(self) -> bool:
+        """Whether ``item`` is the call that loaded the skill (else a span or event started it)."""
+        if self.item.kind != "call" or self.item.call is None:
+            return False
+        return self.span is None or start_of(self.item.call) is not None
+
 
 @dataclass
 class _Open:
@@ -380,6 +387,7 @@ def _explicit(
         )
         if loader is None:
             loader = _loader_before(items, members, span)
+        # a span with no loading call starts at its first member
         first = loader if loader is not None else (members[0] if members else None)
         if first is None:
             anchor = (
@@ -391,6 +399,12 @@ def _explicit(
         else:
             first_item = items[first]
         start = _Start(str(span.get("skill_name", "")), "span", first_item, first or 0, span=span)
+        if loader is None and first_item.kind == "call":
+            # the first member is skill work, not a loading call: keep it inside
+            first_item = _Item(
+                "event", first_item.step, time=first_item.time, index=first_item.index
+            )
+            start.item = first_item
         parent_span = str(span.get("parent_span_id", ""))
         parent = next((opened[s] for s in chain(parent_span) if s in opened), None)
         current = _Open(start, parent)
@@ -550,8 +564,15 @@ def _activation(
     trajectory = context.trajectory
     trace_ids = (trajectory.extra or {}).get("trace_ids") or []
     span = start.span
-    loader = start.item if start.item.kind == "call" else None
-    if span is not None:
+    loader = start.item if start.loads else None
+    trigger: Trigger = start.trigger  # type: ignore[assignment]
+    if span is not None and loader is not None and loader.call is not None:
+        # the span bounds it exactly; the call that loaded the skill still started it, so the
+        # id and trigger are the ones every other source of the session gives
+        trigger_id = loader.call.tool_call_id
+        trigger = (start_of(loader.call) or ("", "span"))[1]
+        trace_id = str(span.get("trace_id") or (trace_ids[0] if trace_ids else ""))
+    elif span is not None:
         trigger_id = str(span["span_id"])
         trace_id = str(span.get("trace_id") or (trace_ids[0] if trace_ids else ""))
     elif loader is not None and loader.call is not None:
@@ -563,7 +584,6 @@ def _activation(
         event = start.item.event or {}
         trigger_id = f"event:{event.get('record_id', start.index)}"
         trace_id = str(trace_ids[0] if trace_ids else "")
-    trigger: Trigger = start.trigger  # type: ignore[assignment]
     calls = [_tool_call(item) for item in current.calls]
     internal_steps = sorted({i.step.step_id for i in current.calls + current.messages})
     if loader is not None and loader.step.step_id in internal_steps:
@@ -622,8 +642,9 @@ def _activation(
         trigger=trigger,
         trigger_call_id=trigger_id,
         trigger_step_id=trigger_step,
-        mechanism=start.trigger,
+        mechanism=trigger,
         load_call_id=trigger_id if loader is not None or span is not None else "",
+        activation_span_id=str(span["span_id"]) if span is not None else "",
         trajectory_id=trajectory.trajectory_id or "",
         decision_trajectory_id=trajectory.trajectory_id or "",
         agent=context.agent,

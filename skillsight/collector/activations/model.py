@@ -92,6 +92,10 @@ class Activation(BaseModel):
         default="",
         description="the (sub)trajectory that step_ids and tool_calls[].step_id refer to",
     )
+    activation_span_id: str = Field(
+        default="",
+        description="the explicit activation span that bounds it exactly ('' when inferred)",
+    )
     decision_trajectory_id: str = Field(
         default="",
         description="the trajectory that trigger_step_id and integration_step_id refer to "

@@ -61,13 +61,16 @@ def _text_of(message: dict[str, Any]) -> str:
 
 
 def _usage(span: Span) -> Usage | None:
+    cached = span.cache_read_tokens + span.cache_creation_tokens
     usage = Usage.of(
         input_tokens=span.input_tokens,
         output_tokens=span.output_tokens,
         cache_read=span.cache_read_tokens,
         cache_creation=span.cache_creation_tokens,
         cost_usd=span.cost_usd or None,
-        input_includes_cache=True,
+        # GenAI's input tokens include cached ones; instrumentors that copy Anthropic's usage
+        # (input_tokens without the cache) report fewer input tokens than cached ones
+        input_includes_cache=span.input_tokens >= cached,
     )
     return None if usage.empty else usage
 
