@@ -404,9 +404,17 @@ def test_a_client_connection_is_one_agent_span_across_its_turns(
     tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
     import claude_agent_sdk
-    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
     from skillsight.demo.session import session_env
+
+    seen_by_user_hook: list[str] = []
+
+    async def user_hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        seen_by_user_hook.append(str(tool_use_id))
+        return {}
+
+    user_hooks: Any = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[user_hook])]}
 
     project = create_demo_project(tmp_path / "project")
     config_dir = tmp_path / "claude-config"
@@ -422,9 +430,13 @@ def test_a_client_connection_is_one_agent_span_across_its_turns(
                 allowed_tools=["Bash(python3:*)", "Read"],
                 env=session_env(base_url, config_dir),
                 max_turns=8,
+                hooks=user_hooks,
             )
             results: list[Any] = []
             async with claude_agent_sdk.ClaudeSDKClient(options=options) as client:
+                # ours were added to a copy: the caller's options are as they were
+                assert client.options is options and options.hooks is user_hooks
+                assert [len(v) for v in user_hooks.values()] == [1]
                 for prompt in prompts:
                     await client.query(prompt)
                     async for message in client.receive_response():
@@ -433,6 +445,13 @@ def test_a_client_connection_is_one_agent_span_across_its_turns(
             return results
 
     first, second = asyncio.run(asyncio.wait_for(two_turns(), 90))
+
+    bash_calls = [
+        (s.attributes or {}).get(sc.GEN_AI_TOOL_CALL_ID)
+        for s in exporter.get_finished_spans()
+        if s.name == "execute_tool Bash"
+    ]
+    assert seen_by_user_hook == bash_calls  # the user's own hook still ran, beside ours
 
     spans = exporter.get_finished_spans()
     model = f"chat {next(iter(first.model_usage))}"

@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from skillsight.errors import ConfigError
 from skillsight.instrumentation._claude_session import ClaudeSession
 from skillsight.instrumentation._content import ContentPolicy
 from skillsight.instrumentation._guard import guard
@@ -60,7 +61,13 @@ class ClaudeAgentSDKInstrumentor:
         agent_name: str = DEFAULT_AGENT_NAME,
     ) -> None:
         """Install the wrappers (spans go to ``tracer_provider``, else the configured one)."""
-        import claude_agent_sdk
+        try:
+            import claude_agent_sdk
+        except ImportError as exc:
+            raise ConfigError(
+                "ClaudeAgentSDKInstrumentor needs claude-agent-sdk: "
+                "pip install 'skillsight[claude]'"
+            ) from exc
 
         with self._lock:
             if self._originals:
