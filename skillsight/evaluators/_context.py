@@ -41,6 +41,10 @@ class EvaluationContext:
     """The agent's working directory; derived from the skill's path when not given."""
     extra_roots: tuple[str, ...] = field(default=())
     """More folders that count as inside the workspace (e.g. a scratch directory)."""
+    later_messages: tuple[str, ...] = field(default=())
+    """Agent messages after the integration message (up to the final answer), when the caller
+    has the trajectory: an integration message that is only the next plan step ("now the
+    other skill") leaves the use of the skill's values to these."""
     catalogue: tuple[VisibleSkill, ...] = field(default=())
     """The skills the agent could see, for activations whose telemetry does not list them
     (Claude Code's native telemetry does not): the project's scanned skill catalogue."""

@@ -2,8 +2,9 @@
 
 Two checks, each applicable or not:
 
-- *reference*: the integration message (the first agent message after the skill's run) states at
-  least one value the skill's tool calls produced. Values are numbers of two or more digits and
+- *reference*: the integration message (the first agent message after the skill's run), or a
+  later agent message the context supplies, states at least one value the skill's tool calls
+  produced. Values are numbers of two or more digits and
   file names, taken from the results of successful calls other than file reads (Read, Glob,
   Grep, LS return inputs), minus those already in the request or in the calls' own arguments.
 - *no recompute*: when the skill has scripts, the agent neither ran an inline interpreter or
@@ -84,7 +85,7 @@ class IntegrationEvaluator(Evaluator):
         findings: list[Finding] = []
         used: set[str] = set()
         if message is not None and produced:
-            used = values(message) & produced
+            used = _union((message, *context.later_messages)) & produced
             checks.append(("reference", bool(used)))
             if not used:
                 findings.append(

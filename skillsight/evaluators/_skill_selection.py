@@ -5,11 +5,13 @@ against them. Otherwise, from the request and the skills the agent could see, wi
 similarities of MiniLM embeddings (``"name: description"`` for a skill, as the agent sees it):
 
     s = sim(request, chosen skill)      b = max sim(request, any other visible skill)
-    margin = 1                                   if s >= b (or no other skill is visible)
+    fit    = clamp(s / FIT)
+    margin = 1                                   if fit = 1, or s >= b, or no other is visible
            = clamp(1 - (b - s) / MARGIN_SPAN)    otherwise
-    floor  = clamp(s / FLOOR)
-    score  = min(margin, floor), or 0 when the request names another visible skill and not
-             this one
+    score  = fit * margin, or 0 when the request names another visible skill and not this one
+
+A skill whose description fits the request (s >= FIT) is a plausible pick whatever else is
+visible: a request with two intents rightly activates two skills, each closer to one half.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from skillsight.evaluators._embedding import Embedder, cosine
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 
+FIT = 0.3
+"""Cosine similarity from which a description fits the request (MiniLM: unrelated texts stay
+near 0.1, a skill written for the request reaches 0.4-0.8)."""
 MARGIN_SPAN = 0.25
-"""A better-fitting visible skill this much closer to the request (cosine) scores 0."""
-FLOOR = 0.2
-"""Similarity below which the chosen skill counts as far from the request."""
+"""A poorly fitting pick with a visible skill this much closer to the request scores 0."""
 
 
 def skill_text(name: str, description: str) -> str:
@@ -152,32 +155,32 @@ class SkillSelectionEvaluator(Evaluator):
         }
         best_name, b = max(sims.items(), key=lambda kv: kv[1], default=("", float("-inf")))
         findings: list[Finding] = []
-        margin = 1.0 if s >= b else max(0.0, 1.0 - (b - s) / MARGIN_SPAN)
+        fit = min(1.0, max(0.0, s) / FIT)
+        if fit < 1.0:
+            findings.append(
+                Finding(
+                    kind="far_from_request",
+                    message=f"{activation.skill_name}'s description is far from the request "
+                    f"(similarity {s:.3f} < {FIT})",
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
+                    severity="medium",
+                    detail={"similarity": round(s, 4)},
+                )
+            )
+        margin = 1.0 if fit == 1.0 or s >= b else max(0.0, 1.0 - (b - s) / MARGIN_SPAN)
         if margin < 1.0:
             findings.append(
                 Finding(
                     kind="better_fit_visible",
                     message=f"{best_name} fits the request better ({b:.3f} vs {s:.3f})",
+                    step_id=activation.trigger_step_id,
+                    tool_call_id=activation.trigger_call_id,
                     severity="medium",
                     detail={"skill": best_name, "similarity": round(b, 4), "chosen": round(s, 4)},
-                    step_id=activation.trigger_step_id,
-                    tool_call_id=activation.trigger_call_id,
                 )
             )
-        floor = min(1.0, max(0.0, s / FLOOR))
-        if floor < 1.0:
-            findings.append(
-                Finding(
-                    kind="far_from_request",
-                    message=f"{activation.skill_name}'s description is far from the request "
-                    f"(similarity {s:.3f} < {FLOOR})",
-                    severity="medium",
-                    detail={"similarity": round(s, 4)},
-                    step_id=activation.trigger_step_id,
-                    tool_call_id=activation.trigger_call_id,
-                )
-            )
-        score = min(margin, floor)
+        score = fit * margin
         named = [
             name
             for name, _ in others
