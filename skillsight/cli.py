@@ -760,6 +760,35 @@ def rebuild(
         raise typer.Exit(1)
 
 
+@app.command()
+def worker(
+    shard: Annotated[
+        str, typer.Option("--shard", help="This worker's share of sessions, INDEX/COUNT.")
+    ] = "0/1",
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+) -> None:
+    """Rebuild completed sessions from the store in a process of its own (scaled-out set-ups:
+    collectors with SKILLSIGHT_REBUILD_ENABLED=0, one or more workers). Stops on SIGTERM.
+
+    Example: skillsight worker --clickhouse clickhouse://ch:8123/skillsight --shard 0/2
+    """
+    from skillsight.collector.worker import parse_shard, run_worker
+
+    def ready() -> None:
+        print("SKILLSIGHT_WORKER_READY", flush=True)
+
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        finalizer = asyncio.run(run_worker(settings, shard=parse_shard(shard), on_ready=ready))
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    console.print(
+        f"rebuilt {finalizer.stats.sessions_rebuilt} sessions ({finalizer.stats.errors} errors)",
+        highlight=False,
+    )
+
+
 def main() -> None:
     app()
 

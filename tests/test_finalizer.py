@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +26,9 @@ from skillsight.collector.finalizer import ActivationsReady, Finalizer
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from skillsight.collector.store import EmbeddedStore
+from skillsight.collector.store._server import ServerStore
+from skillsight.collector.worker import parse_shard
+from skillsight.errors import ConfigError
 from tests.support.serve import RunningServer, running_server
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
@@ -438,3 +445,51 @@ def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
         return rebuilt
 
     assert asyncio.run(run()) == [second]
+
+
+# -- skillsight worker: the finalizer as its own process, on the ClickHouse server transport ----
+
+
+def test_a_worker_process_rebuilds_what_collectors_wrote(server_store: ServerStore) -> None:
+    url = server_store.address.redacted()  # the test endpoint's user has no password
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "skillsight.cli", "worker", "--clickhouse", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={
+            **os.environ,
+            "SKILLSIGHT_REBUILD_QUIET_S": "0.2",
+            "SKILLSIGHT_REBUILD_POLL_S": "0.05",
+        },
+    )
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "SKILLSIGHT_WORKER_READY"
+        limits = otlp.Limits()
+        folder = CAPTURES / "claude_code"
+        spans = otlp.decode(
+            otlp.TRACES, (folder / "traces.pb").read_bytes(), "protobuf", "w", limits
+        )
+        events = otlp.decode(otlp.LOGS, (folder / "logs.pb").read_bytes(), "protobuf", "w", limits)
+        server_store.insert_spans(spans.columns.to_arrow(SPAN_SCHEMA))
+        server_store.insert_events(events.columns.to_arrow(EVENT_SCHEMA))
+        deadline = time.monotonic() + 60
+        while not (found := server_store.list_activations("w")):
+            assert time.monotonic() < deadline, "the worker rebuilt nothing"
+            time.sleep(0.05)
+        assert [(a.skill_name, [c.name for c in a.tool_calls]) for a in found] == [
+            ("csv-summary", ["Bash"])
+        ]
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, output
+    assert "rebuilt 1 sessions (0 errors)" in output
+
+
+@pytest.mark.parametrize("text", ["2", "2/2", "-1/2", "a/b", "1/0"])
+def test_a_bad_shard_is_refused_clearly(text: str) -> None:
+    with pytest.raises(ConfigError, match="expected INDEX/COUNT with 0 <= INDEX < COUNT"):
+        parse_shard(text)
+    assert parse_shard("1/2") == (1, 2)
