@@ -645,3 +645,36 @@ def test_skillsight_instrumentor_gives_the_expected_activations(tmp_path: Path) 
         ] == [expected_view(e) for e in expected], name
         assert all(a.activation_span_id for a in rebuilt.activations)
         assert all(a.source_convention == "gen_ai" for a in rebuilt.activations)
+
+
+def test_activation_span_names_its_starting_call(
+    embedded_store: EmbeddedStore, recorder: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """The loading call may end before the span opens (a sibling), or not be recorded at all:
+    ``skillsight.activation.call_id`` still ties the activation to it, and never twice."""
+    tp, exporter = recorder
+    with agent_session("agent", conversation_id="conv-4", input="go", tracer_provider=tp):
+        record_llm_call("m", 1, 1, output=said("Loading."), tracer_provider=tp)
+        record_tool_call("load_skill", "l1", {"name": "pdf"}, "# pdf", tracer_provider=tp)
+        with skill_activation("pdf", trigger="load_skill_tool", call_id="l1", tracer_provider=tp):
+            record_tool_call("Bash", "p1", {"command": "make-pdf"}, "ok", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Next one."), tracer_provider=tp)
+        with skill_activation("chart", trigger="skill_tool", call_id="s9", tracer_provider=tp):
+            record_tool_call("Bash", "c1", {"command": "plot"}, "ok", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Both done."), tracer_provider=tp)
+    activations = exported(embedded_store, exporter).activations
+    assert [
+        (
+            a.skill_name,
+            a.trigger,
+            a.trigger_call_id,
+            [c.tool_call_id for c in a.tool_calls],
+            a.integration_message,
+            a.skill_output,
+        )
+        for a in activations
+    ] == [
+        ("pdf", "load_skill_tool", "l1", ["p1"], "Next one.", "# pdf"),
+        ("chart", "skill_tool", "s9", ["c1"], "Both done.", None),
+    ]
+    assert all(a.activation_span_id for a in activations)

@@ -34,6 +34,7 @@ from skillsight.collector.activations.model import (
 from skillsight.collector.trajectories import atif
 
 _SKILL_MD = re.compile(r"(?:^|[/\\])skills[/\\]([^/\\]+)[/\\]SKILL\.md$", re.IGNORECASE)
+_TOOL_TRIGGERS = ("skill_tool", "read_skill_md", "load_skill_tool")
 LOAD_SKILL_TOOLS = frozenset({"load_skill", "loadSkill", "LoadSkill"})
 SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 
@@ -119,8 +120,11 @@ def _walk(context: _Context) -> None:
     items = _items(trajectory)
     spans = {s["span_id"]: s for s in (trajectory.extra or {}).get("skill_activations", [])}
     starts = _starts(items, spans)
-    for activation in _explicit(context, items, spans):
+    claimed: set[int] = set()
+    for activation in _explicit(context, items, spans, claimed):
         context.out.append(activation)
+    for index in claimed:  # a loading call a span accounts for starts nothing else
+        starts.pop(index, None)
     for activation in _inferred(context, items, starts):
         context.out.append(activation)
     subs = {s.trajectory_id: s for s in trajectory.subagent_trajectories or ()}
@@ -348,7 +352,10 @@ def _inferred(context: _Context, items: list[_Item], starts: dict[int, _Start]) 
 
 
 def _explicit(
-    context: _Context, items: list[_Item], spans: Mapping[str, Mapping[str, Any]]
+    context: _Context,
+    items: list[_Item],
+    spans: Mapping[str, Mapping[str, Any]],
+    claimed: set[int],
 ) -> list[Activation]:
     if not spans:
         return []
@@ -376,14 +383,27 @@ def _explicit(
             )
         ]
         member_calls = [i for i in members if items[i].kind == "call"]
+        named = str(span.get("call_id") or "")
         loader = next(
             (
                 i
-                for i in member_calls
-                if (found := start_of(items[i].call))  # type: ignore[arg-type]
-                and found[0] == span.get("skill_name")
+                for i, item in enumerate(items)
+                if named and item.call and item.call.tool_call_id == named
             ),
             None,
+        )
+        loader = (
+            loader
+            if loader is not None
+            else next(
+                (
+                    i
+                    for i in member_calls
+                    if (found := start_of(items[i].call))  # type: ignore[arg-type]
+                    and found[0] == span.get("skill_name")
+                ),
+                None,
+            )
         )
         if loader is None:
             loader = _loader_before(items, members, span)
@@ -424,6 +444,8 @@ def _explicit(
         )
         current.reason = "span"
         opened[span_id] = current
+        if loader is not None:
+            claimed.add(loader)
     out: list[Activation] = []
     ids: dict[int, str] = {}
     for current in sorted(opened.values(), key=lambda o: o.start.index):
@@ -573,7 +595,11 @@ def _activation(
         trigger = (start_of(loader.call) or ("", "span"))[1]
         trace_id = str(span.get("trace_id") or (trace_ids[0] if trace_ids else ""))
     elif span is not None:
-        trigger_id = str(span["span_id"])
+        # the span may name the call that started it even when that call was not recorded
+        declared = str(span.get("trigger", ""))
+        trigger_id = str(span.get("call_id") or span["span_id"])
+        if span.get("call_id") and declared in _TOOL_TRIGGERS:
+            trigger = declared  # type: ignore[assignment]
         trace_id = str(span.get("trace_id") or (trace_ids[0] if trace_ids else ""))
     elif loader is not None and loader.call is not None:
         trigger_id = loader.call.tool_call_id

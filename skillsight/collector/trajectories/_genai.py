@@ -85,6 +85,7 @@ def _contract(span: Span) -> dict[str, Any]:
         "parent_span_id": span.parent_span_id,
         "skill_name": span.skill_name or span.attr(sc.GEN_AI_SKILL_NAME),
         "trigger": span.attr(sc.SKILLSIGHT_ACTIVATION_TRIGGER),
+        "call_id": span.attr(sc.SKILLSIGHT_ACTIVATION_CALL_ID),
         "input": span.attr(sc.SKILLSIGHT_ACTIVATION_INPUT),
         "description": span.attr(sc.GEN_AI_SKILL_DESCRIPTION),
         "version": span.attr(sc.GEN_AI_SKILL_VERSION),
