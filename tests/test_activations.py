@@ -678,3 +678,9 @@ def test_activation_span_names_its_starting_call(
         ("chart", "skill_tool", "s9", ["c1"], "Both done.", None),
     ]
     assert all(a.activation_span_id for a in activations)
+
+
+def test_the_documented_example_runs() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "activations.md").read_text()
+    [example] = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+    exec(compile(example, "docs/activations.md", "exec"), {})
