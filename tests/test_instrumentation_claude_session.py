@@ -296,3 +296,25 @@ def test_bad_hook_input_is_logged_not_raised_unless_strict(
     monkeypatch.setenv("SKILLSIGHT_INSTRUMENTATION_STRICT", "1")
     with pytest.raises(AttributeError):
         asyncio.run(hook(garbage, "c1", {"signal": None}))
+
+
+def test_a_skill_that_fails_to_load_is_a_failed_activation(
+    exporter: InMemorySpanExporter, project: DemoProject
+) -> None:
+    session = _session(exporter, project)
+    session.handle_hook(pre("Skill", "c1", {"skill": "no-such-skill"}))
+    session.handle_hook(
+        {"hook_event_name": "PostToolUseFailure", "tool_use_id": "c1", "error": "Unknown skill"}
+    )
+    session.handle_hook({"hook_event_name": "Stop"})
+    session.end()
+
+    statuses = {
+        s.name: (s.status.status_code, s.status.description)
+        for s in exporter.get_finished_spans()
+        if s.parent is not None
+    }
+    assert statuses == {
+        "execute_tool Skill": (StatusCode.ERROR, "Unknown skill"),
+        "activate_skill no-such-skill": (StatusCode.ERROR, "the skill failed to load"),
+    }

@@ -322,6 +322,10 @@ class ClaudeSession:
         tool.owner.last_event_ns = end_time or _now()
         if tool.subagent is not None:
             self._finish_subagent(tool.subagent, None, end_time)
+        activation = tool.owner.activation
+        if error is not None and activation is not None and activation.call_id == call_id:
+            # The call that was to load the skill failed: the activation failed with it.
+            activation.span.set_status(Status(StatusCode.ERROR, "the skill failed to load"))
         self._emitter.finish_tool(tool.span, result=result, error=error, end_time=end_time)
 
     # --- subagents --------------------------------------------------------------------------
