@@ -7,6 +7,7 @@ sessions whose hooks never fire, skills read as files, parallel subagents, skill
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,36 @@ def test_a_skill_that_fails_to_load_is_a_failed_activation(
         "execute_tool Skill": (StatusCode.ERROR, "Unknown skill"),
         "activate_skill no-such-skill": (StatusCode.ERROR, "the skill failed to load"),
     }
+
+
+def _canonical(tree: list[dict[str, Any]]) -> list[Any]:
+    """The tree with siblings sorted by name: the shape, whatever the start times."""
+    return sorted(
+        ([node["name"], node.get("attrs", {}), _canonical(node["children"])] for node in tree),
+        key=lambda item: (item[0], json.dumps(item[1], sort_keys=True, default=str)),
+    )
+
+
+def test_messages_read_late_give_the_same_tree(project: DemoProject) -> None:
+    """Hooks arrive on time, messages when the caller reads them: the lag changes nothing."""
+    from skillsight.bench.overhead import synthetic_session
+
+    events = synthetic_session(project, tool_calls=2)
+    keep = [sc.GEN_AI_TOOL_CALL_ID, sc.GEN_AI_TOOL_CALL_RESULT, sc.GEN_AI_USAGE_INPUT_TOKENS]
+    trees = []
+    for order in (
+        events,
+        [e for e in events if e[0] == "hook"] + [e for e in events if e[0] == "message"],
+    ):
+        exporter = InMemorySpanExporter()
+        session = _session(exporter, project)
+        for kind, event in order:
+            if kind == "hook":
+                session.handle_hook(event)
+            else:
+                session.handle_message(event)
+        session.end()
+        trees.append(_canonical(span_tree(exporter.get_finished_spans(), keep=keep)))
+    on_time, late = trees
+    assert late == on_time
+    assert [name for name, _, _ in on_time[0][2]].count("chat claude-sonnet-4-5") == 4
