@@ -49,6 +49,7 @@ from agents import (  # noqa: E402  (after the importorskip above)
     OpenAIResponsesModel,
     RunConfig,
     Runner,
+    custom_span,
     function_tool,
     set_trace_processors,
 )
@@ -781,3 +782,153 @@ def test_the_documented_example_runs_and_exports_over_otlp(
         (f"chat {MODEL}", []),
     ]
     assert exported == sorted(s.name for s in exporter.get_finished_spans())
+
+
+def test_concurrent_runs_in_one_event_loop_keep_their_own_activations(
+    workspace: Path, processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    notes = workspace / "skills" / "notes"
+    notes.mkdir()
+    (notes / "SKILL.md").write_text("---\nname: notes\ndescription: Take notes.\n---\nWrite.\n")
+    sales = str(workspace / "data" / "sales.csv")
+
+    def script(body: dict[str, Any]) -> Reply:
+        # Requests of the two runs interleave, so each answer depends on its own conversation.
+        skill = "notes" if "notes" in str(body["input"][0]["content"]) else SKILL
+        done = sum(1 for item in body["input"] if item.get("type") == "function_call_output")
+        if done == 0:
+            return Reply([ToolCall("load_skill", {"name": skill}, id=f"call-{skill}-0")])
+        if done == 1:
+            return Reply([ToolCall("read_file", {"path": sales}, id=f"call-{skill}-1")])
+        return Reply([Text(f"{skill} done")])
+
+    async def both(base_url: str) -> list[str]:
+        async with AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
+
+            async def one(prompt: str, conversation: str) -> str:
+                with sdk_trace("concurrent", group_id=conversation):
+                    agent = make_agent("responses", client, workspace)
+                    return str((await Runner.run(agent, prompt)).final_output)
+
+            return list(
+                await asyncio.gather(
+                    one("Summarise the CSV.", "conv-csv"), one("Take notes.", "conv-notes")
+                )
+            )
+
+    with ScriptedOpenAI(script) as base_url:
+        answers = asyncio.run(both(base_url))
+
+    assert answers == [f"{SKILL} done", "notes done"]
+    spans = exporter.get_finished_spans()
+    roots = tree(spans)
+    summary = {
+        root["attributes"][sc.GEN_AI_CONVERSATION_ID]: [
+            (
+                child["name"],
+                [(g["name"], g["attributes"][sc.GEN_AI_TOOL_CALL_ID]) for g in child["children"]],
+            )
+            for child in root["children"]
+            if child["name"].startswith("activate_skill")
+        ]
+        for root in roots
+    }
+    assert summary == {
+        "conv-csv": [
+            (
+                f"activate_skill {SKILL}",
+                [
+                    ("execute_tool load_skill", f"call-{SKILL}-0"),
+                    ("execute_tool read_file", f"call-{SKILL}-1"),
+                ],
+            )
+        ],
+        "conv-notes": [
+            (
+                "activate_skill notes",
+                [
+                    ("execute_tool load_skill", "call-notes-0"),
+                    ("execute_tool read_file", "call-notes-1"),
+                ],
+            )
+        ],
+    }
+    assert len({s.context.trace_id for s in spans}) == 2
+
+
+def test_an_agent_used_as_a_tool_nests_under_its_call_with_custom_spans_kept(
+    workspace: Path, processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    @function_tool
+    def count_rows(path: str) -> str:
+        """Count the data rows of a CSV file."""
+        with custom_span("csv.count", {"path": path}) as span:
+            rows = len(Path(path).read_text().splitlines()) - 1
+            span.span_data.data["rows"] = rows
+        return str(rows)
+
+    sales = str(workspace / "data" / "sales.csv")
+    turns: list[Turn] = [
+        [ToolCall("load_skill", {"name": SKILL})],
+        [ToolCall("ask_counter", {"input": "How many rows?"})],
+        [ToolCall("count_rows", {"path": sales})],  # the nested agent's model calls
+        [Text("5 rows")],
+        [Text("There are 5 rows.")],
+    ]
+
+    def build(client: AsyncOpenAI) -> Any:
+        counter = Agent(
+            name="counter",
+            instructions="Count rows.",
+            tools=[count_rows],
+            model=OpenAIResponsesModel(MODEL, client),
+        )
+        analyst = make_agent("responses", client, workspace)
+        analyst.tools.append(counter.as_tool(tool_name="ask_counter", tool_description="Count."))
+        return analyst
+
+    with ScriptedOpenAI(turns) as base_url:
+        answer = run_agent(base_url, build)
+
+    assert answer == "There are 5 rows."
+
+    def names(node: dict[str, Any]) -> list[Any]:
+        return [node["name"], [names(c) for c in node["children"]]]
+
+    (analyst,) = tree(exporter.get_finished_spans())
+    chat_span = [f"chat {MODEL}", []]
+    assert names(analyst) == [
+        "invoke_agent analyst",
+        [
+            chat_span,
+            [
+                f"activate_skill {SKILL}",
+                [
+                    ["execute_tool load_skill", []],
+                    [
+                        "execute_tool ask_counter",
+                        [
+                            [
+                                "invoke_agent counter",
+                                [
+                                    chat_span,
+                                    ["execute_tool count_rows", [["csv.count", []]]],
+                                    chat_span,
+                                ],
+                            ]
+                        ],
+                    ],
+                ],
+            ],
+            chat_span,
+            chat_span,
+        ],
+    ]
+    (custom,) = [s for s in exporter.get_finished_spans() if s.name == "csv.count"]
+    assert dict(custom.attributes or {}) == {
+        sc.SKILLSIGHT_SOURCE_SPAN_TYPE: "custom",
+        sc.SKILLSIGHT_SOURCE_SPAN_DATA: json.dumps(
+            {"type": "custom", "name": "csv.count", "data": {"path": sales, "rows": 5}},
+            separators=(",", ":"),
+        ),
+    }

@@ -22,13 +22,11 @@ the end of the agent; the starting call is its first child. All state lives on
 
 from __future__ import annotations
 
-import calendar
 import json
 import os
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,208 +35,24 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, Status, StatusCode
 
 from skillsight import semconv as sc
+from skillsight.instrumentation._openai_agents_data import (
+    Call,
+    SdkSpan,
+    error_text,
+    iso_to_ns,
+    json_object,
+    model_output,
+    output_content,
+    plain_list,
+    user_text,
+)
 from skillsight.instrumentation._skillinfo import SkillResolver, info_from_dir, skill_md_name
 from skillsight.instrumentation._spans import SkillInfo, SpanEmitter, Usage
 
-__all__ = ["SdkSpan", "TraceMapper", "iso_to_ns"]
+__all__ = ["SkillSettings", "TraceMapper"]
 
-SdkSpan = Any
-"""An ``agents.tracing.Span``; read by attribute only, so this module never imports ``agents``."""
-
-# Output items of the Responses API that the agent runs locally (the turn goes on after them);
-# hosted tools (web search, file search, code interpreter...) do not.
-_LOCAL_CALL_TYPES = frozenset(
-    {
-        "function_call",
-        "computer_call",
-        "local_shell_call",
-        "shell_call",
-        "apply_patch_call",
-        "custom_tool_call",
-        "mcp_approval_request",
-    }
-)
 _SKILL_ARGUMENT_KEYS = ("skill_name", "name", "skill")
 _SKILL_MD = "SKILL.md"
-
-
-def iso_to_ns(value: str | None) -> int | None:
-    """Nanoseconds since the epoch of the SDK's ISO 8601 timestamps (None stays None)."""
-    if not value:
-        return None
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return calendar.timegm(moment.utctimetuple()) * 1_000_000_000 + moment.microsecond * 1_000
-
-
-def _plain(value: Any) -> Any:
-    """Pydantic models (the SDK's responses) as plain data; everything else unchanged."""
-    dump = getattr(value, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else value
-
-
-def _json_object(text: Any) -> dict[str, Any] | None:
-    if isinstance(text, dict):
-        return text
-    if not isinstance(text, str):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _error_text(span: SdkSpan) -> str | None:
-    error = getattr(span, "error", None)
-    if not error:
-        return None
-    message = str(error.get("message") or "error")
-    data = error.get("data")
-    return f"{message}: {json.dumps(data, default=str)}" if data else message
-
-
-@dataclass(frozen=True)
-class _Call:
-    """A tool call the model asked for: matched to the function span that runs it."""
-
-    name: str
-    arguments: dict[str, Any] | None
-    call_id: str
-
-
-@dataclass(frozen=True)
-class _ModelOutput:
-    """What one model call answered, read from the SDK's response or generation data."""
-
-    model: str | None = None
-    usage: Usage | None = None
-    calls: tuple[_Call, ...] = ()
-    asks_for_tools: bool = False
-    text: str | None = None
-    known: bool = False
-    """Whether the output was visible (the SDK hides it when sensitive data is off)."""
-
-
-def _usage(raw: Any) -> Usage | None:
-    usage = _plain(raw)
-    if not isinstance(usage, Mapping):
-        return None
-    details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details") or {}
-
-    def count(*keys: str, source: Mapping[str, Any] = usage) -> int | None:
-        for key in keys:
-            value = source.get(key)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                return int(value)
-        return None
-
-    return Usage(
-        input_tokens=count("input_tokens", "prompt_tokens"),
-        output_tokens=count("output_tokens", "completion_tokens"),
-        cache_read_input_tokens=count("cached_tokens", source=details)
-        if isinstance(details, Mapping)
-        else None,
-    )
-
-
-def _read_items(items: Iterable[Any]) -> tuple[list[_Call], bool, list[str]]:
-    """Tool calls, whether any asks the agent to act, and texts of output items or messages."""
-    calls: list[_Call] = []
-    acts = False
-    texts: list[str] = []
-    for raw in items:
-        item = _plain(raw)
-        if not isinstance(item, Mapping):
-            continue
-        kind = item.get("type")
-        if kind == "function_call":
-            calls.append(
-                _Call(
-                    str(item.get("name") or ""),
-                    _json_object(item.get("arguments")),
-                    str(item.get("call_id") or item.get("id") or ""),
-                )
-            )
-        if kind in _LOCAL_CALL_TYPES:
-            acts = True
-        for call in item.get("tool_calls") or []:  # a Chat Completions message
-            if not isinstance(call, Mapping):
-                continue
-            function = call.get("function") or {}
-            calls.append(
-                _Call(
-                    str(function.get("name") or ""),
-                    _json_object(function.get("arguments")),
-                    str(call.get("id") or ""),
-                )
-            )
-            acts = True
-        if isinstance(item.get("output"), list):  # a whole Response dumped by the SDK
-            inner_calls, inner_acts, inner_texts = _read_items(item["output"])
-            calls += inner_calls
-            acts = acts or inner_acts
-            texts += inner_texts
-        content = item.get("content")
-        if kind in (None, "message") and item.get("role", "assistant") == "assistant":
-            if isinstance(content, str):
-                texts.append(content)
-            elif isinstance(content, list):
-                texts += [
-                    str(part.get("text"))
-                    for part in content
-                    if isinstance(part, Mapping) and part.get("type") == "output_text"
-                ]
-    return calls, acts, texts
-
-
-def model_output(data: Any) -> _ModelOutput:
-    """Read a ``ResponseSpanData`` or ``GenerationSpanData``."""
-    usage = _usage(getattr(data, "usage", None))
-    response = _plain(getattr(data, "response", None))
-    if isinstance(response, Mapping):
-        calls, acts, texts = _read_items(response.get("output") or [])
-        return _ModelOutput(
-            model=response.get("model"),
-            usage=usage or _usage(response.get("usage")),
-            calls=tuple(calls),
-            asks_for_tools=acts,
-            text="".join(texts) or None,
-            known=True,
-        )
-    output = getattr(data, "output", None)
-    model = getattr(data, "model", None)
-    if isinstance(output, Sequence) and not isinstance(output, str):
-        calls, acts, texts = _read_items(output)
-        return _ModelOutput(
-            model=model,
-            usage=usage,
-            calls=tuple(calls),
-            asks_for_tools=acts,
-            text="".join(texts) or None,
-            known=True,
-        )
-    return _ModelOutput(model=model, usage=usage)
-
-
-def _user_text(model_input: Any) -> str | None:
-    """The last user message of a model input (a string or a list of items/messages)."""
-    if isinstance(model_input, str):
-        return model_input
-    if not isinstance(model_input, Sequence):
-        return None
-    for raw in reversed(model_input):
-        item = _plain(raw)
-        if not isinstance(item, Mapping) or item.get("role") != "user":
-            continue
-        content = item.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            texts = [str(p.get("text")) for p in content if isinstance(p, Mapping) and "text" in p]
-            return "\n".join(texts) or None
-    return None
 
 
 @dataclass
@@ -254,7 +68,7 @@ class _Agent:
     context: Context
     name: str
     activation: _Activation | None = None
-    calls: list[_Call] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -359,7 +173,7 @@ class TraceMapper:
         if node is None or node.span is None:
             return
         end = iso_to_ns(span.ended_at)
-        error = _error_text(span)
+        error = error_text(span)
         data = span.span_data
         if node.is_agent and node.agent is not None:
             self._finish_agent(node.agent, data, error, end)
@@ -464,8 +278,8 @@ class TraceMapper:
             span,
             usage=out.usage,
             finish_reason=finish,
-            input=_plain_list(model_input),
-            output=_output_content(data),
+            input=plain_list(model_input),
+            output=output_content(data),
         )
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, error))
@@ -477,7 +291,7 @@ class TraceMapper:
             agent.input_tokens += out.usage.input_tokens or 0
             agent.output_tokens += out.usage.output_tokens or 0
             agent.cache_read_tokens += out.usage.cache_read_input_tokens or 0
-        prompt = _user_text(model_input)
+        prompt = user_text(model_input)
         if prompt and agent.prompt is None:
             agent.prompt = prompt
             self._emitter.set_content(agent.span, sc.GEN_AI_INPUT_MESSAGES, prompt)
@@ -496,7 +310,7 @@ class TraceMapper:
         # from the model output that asked for the call (matched by name, in order).
         name = str(getattr(data, "name", "") or "tool")
         call = self._take_call(agent, name) if agent is not None else None
-        arguments = call.arguments if call is not None else _json_object(data.input)
+        arguments = call.arguments if call is not None else json_object(data.input)
         if agent is not None and arguments is not None:
             skill = self._activated_skill(agent, name, arguments)
             if skill is not None:
@@ -516,7 +330,7 @@ class TraceMapper:
         """Arguments seen only at the end (no model output visible): record, maybe activate."""
         assert node.span is not None  # only nodes with a span reach here
         raw = getattr(data, "input", None)
-        arguments = _json_object(raw)
+        arguments = json_object(raw)
         self._emitter.set_content(
             node.span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments if arguments is not None else raw
         )
@@ -527,7 +341,7 @@ class TraceMapper:
                 self._start_activation(node.agent, skill[0], skill[1], node.start_ns)
 
     @staticmethod
-    def _take_call(agent: _Agent, name: str) -> _Call | None:
+    def _take_call(agent: _Agent, name: str) -> Call | None:
         """The first pending model call of this tool, which this function span runs."""
         for index, call in enumerate(agent.calls):
             if call.name == name:
@@ -615,17 +429,3 @@ class TraceMapper:
         kept = self._emitter.tracer.start_span(title, context=context, start_time=start)
         kept.set_attribute(sc.SKILLSIGHT_SOURCE_SPAN_TYPE, kind)
         return kept
-
-
-def _plain_list(value: Any) -> Any:
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _output_content(data: Any) -> Any:
-    """The model's answer to capture: the response's output items, or the generation output."""
-    response = _plain(getattr(data, "response", None))
-    if isinstance(response, Mapping):
-        return response.get("output")
-    return _plain_list(getattr(data, "output", None))

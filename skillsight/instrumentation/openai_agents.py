@@ -32,7 +32,8 @@ from opentelemetry import trace
 from skillsight.instrumentation._config import resolve_tracer_provider
 from skillsight.instrumentation._content import ContentPolicy
 from skillsight.instrumentation._guard import guard
-from skillsight.instrumentation._openai_agents_trace import SdkSpan, SkillSettings, TraceMapper
+from skillsight.instrumentation._openai_agents_data import SdkSpan
+from skillsight.instrumentation._openai_agents_trace import SkillSettings, TraceMapper
 from skillsight.instrumentation._spans import SpanEmitter
 
 try:
