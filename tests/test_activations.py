@@ -684,3 +684,64 @@ def test_the_documented_example_runs() -> None:
     text = (Path(__file__).parent.parent / "docs" / "activations.md").read_text()
     [example] = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
     exec(compile(example, "docs/activations.md", "exec"), {})
+
+
+def test_outcomes_and_turn_boundaries(
+    embedded_store: EmbeddedStore, recorder: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """A failed loading call is an error; a turn that stops without an answer (the user speaks
+    next) leaves the activation interrupted, with no integration message."""
+    tp, exporter = recorder
+    for prompt, script in (
+        ("first", [("say", "Using a."), ("call", "Skill", "s1", {"skill": "a"}, "unknown skill")]),
+        ("second", [("say", "Using b."), ("call", "Skill", "s2", {"skill": "b"}, None)]),
+        ("third", [("say", "Hello.")]),
+    ):
+        with agent_session("agent", conversation_id="conv-5", input=prompt, tracer_provider=tp):
+            for entry in script:
+                if entry[0] == "say":
+                    record_llm_call("m", 1, 1, output=said(str(entry[1])), tracer_provider=tp)
+                    continue
+                _, name, call_id, arguments, error = entry
+                record_tool_call(
+                    str(name), str(call_id), arguments, "ok", error=error, tracer_provider=tp
+                )
+            if prompt == "first":
+                record_llm_call("m", 1, 1, output=said("No such skill."), tracer_provider=tp)
+            if prompt == "second":
+                record_llm_call("m", 1, 1, output=said(""), tracer_provider=tp)
+                record_tool_call("Bash", "b1", {"command": "x"}, "ok", tracer_provider=tp)
+    rebuilt = exported(embedded_store, exporter)
+    assert [s.message for s in rebuilt.trajectory.steps if s.source == "user"] == [
+        "first",
+        "second",
+        "third",
+    ]
+    assert [
+        (
+            a.skill_name,
+            a.outcome,
+            a.request,
+            [c.tool_call_id for c in a.tool_calls],
+            a.integration_message,
+        )
+        for a in rebuilt.activations
+    ] == [
+        ("a", "error", "first", [], "No such skill."),
+        ("b", "interrupted", "second", ["b1"], None),
+    ]
+
+
+def test_claude_code_events_without_traces(embedded_store: EmbeddedStore) -> None:
+    """Only the log events arrived (no enhanced-telemetry beta): the same activation, with the
+    texts and inputs of the events but no tool output (only spans carry it)."""
+    insert(embedded_store, SCENARIOS / "one_skill" / "claude_code" / "logs.json")
+    [activation] = rebuild(embedded_store).activations
+    expected = manifest("one_skill")["expected"]["activations"][0]
+    view = observed_view(activation)
+    assert view == {
+        **expected_view(expected),
+        "tool_calls": [{**call, "result": None} for call in expected_view(expected)["tool_calls"]],
+    }
+    assert activation.tool_calls[0].result is None
+    assert activation.cost_usd > 0

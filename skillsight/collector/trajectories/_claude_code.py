@@ -265,8 +265,9 @@ def _tool_calls(
             event.tool_call_id, CallDraft(event.tool_call_id, event.tool_name)
         )
         call.name = call.name or event.tool_name
-        if not call.start_ns:
-            call.start_ns = call.end_ns = event.time_ns
+        if not call.span_id:  # without spans the decision and the result bound the call
+            call.start_ns = min(call.start_ns or event.time_ns, event.time_ns)
+            call.end_ns = max(call.end_ns, event.time_ns)
         attributes = event.attributes
         if attributes.get("request_id"):
             call.extra["_request_id"] = attributes["request_id"]
@@ -320,15 +321,8 @@ def _claim_skill_events(
             for call in skill_calls:
                 named = call.extra.get("skill") or (call.arguments or {}).get("skill")
                 running = call.start_ns <= event.time_ns <= max(call.end_ns, call.start_ns)
-                if (
-                    running
-                    and "skill_activated" not in call.extra
-                    and named
-                    in (
-                        event.skill_name,
-                        None,
-                    )
-                ):
+                unclaimed = "skill_activated" not in call.extra
+                if running and unclaimed and named in (event.skill_name, None):
                     owner = call
                     break
         if owner is not None and "skill_activated" not in owner.extra:
