@@ -103,6 +103,28 @@ class Settings:
     rebuild_catchup_s: float = _setting(
         3600.0, "float", "at start, rebuild sessions written this far back and not yet rebuilt"
     )
+    judge_model: str = _setting(
+        "", "str", "LLM judge, a litellm model string (openai/gpt-4o-mini…); empty = no judging"
+    )
+    judge_api_base: str = _setting(
+        "", "str", "judge endpoint for OpenAI-compatible gateways and local servers"
+    )
+    judge_sample_rate: float = _setting(
+        0.1, "float", "share of activations the LLM judges score (0-1, by activation id hash)"
+    )
+    judge_daily_spend_usd: float = _setting(
+        5.0, "float", "judging stops for the UTC day once this much was spent (inf = no cap)"
+    )
+    judge_concurrency: int = _setting(4, "int", "judge calls in flight at once, per rubric")
+    judge_structured_output: str = _setting(
+        "auto", "str", "auto, json_schema or tool (function-call style, for providers without it)"
+    )
+    judge_input_usd_per_mtok: float = _setting(
+        0.0, "float", "judge prompt price per million tokens when litellm knows none"
+    )
+    judge_output_usd_per_mtok: float = _setting(
+        0.0, "float", "judge completion price per million tokens when litellm knows none"
+    )
     fast_path: bool = _setting(
         True,
         "bool",
@@ -170,6 +192,18 @@ class Settings:
             raise ConfigError(
                 f"clickhouse_url {self.clickhouse_url!r} must look like "
                 "clickhouse://user:password@host:8123/database"
+            )
+        if not 0.0 <= self.judge_sample_rate <= 1.0:
+            raise ConfigError("judge_sample_rate must be in [0, 1] (SKILLSIGHT_JUDGE_SAMPLE_RATE)")
+        if self.judge_concurrency <= 0 or self.judge_daily_spend_usd < 0:
+            raise ConfigError(
+                "judge_concurrency must be positive and judge_daily_spend_usd not negative "
+                "(SKILLSIGHT_JUDGE_CONCURRENCY, SKILLSIGHT_JUDGE_DAILY_SPEND_USD)"
+            )
+        if self.judge_structured_output not in ("auto", "json_schema", "tool"):
+            raise ConfigError(
+                f"judge_structured_output={self.judge_structured_output!r}: expected auto, "
+                "json_schema or tool (SKILLSIGHT_JUDGE_STRUCTURED_OUTPUT)"
             )
 
     @staticmethod
