@@ -313,3 +313,32 @@ def test_documents_breaking_a_rule_are_refused(path: str, value: Any, rule: str)
     document = broken(path, value)
     with pytest.raises(TrajectoryError, match=rule):
         atif.parse(json.dumps(document))
+
+
+def test_rows_without_ids_are_refused_clearly() -> None:
+    from skillsight.collector.trajectories._rows import RowError
+
+    with pytest.raises(RowError, match="span row without trace_id"):
+        rebuild_session([{"span_id": "00000000000000a1", "name": "chat"}], [])
+    with pytest.raises(RowError, match="event row without record_id"):
+        rebuild_session([], [{"event_name": "claude_code.user_prompt"}])
+
+
+def test_a_session_with_nothing_to_show_is_still_a_valid_document() -> None:
+    rebuilt = rebuild_session([], [], session_id="s-empty")
+    assert rebuilt.activations == []
+    assert atif.dump(rebuilt.trajectory) == {
+        "schema_version": "ATIF-v1.7",
+        "session_id": "s-empty",
+        "trajectory_id": "s-empty",
+        "agent": {"name": "agent", "version": "unknown"},
+        "steps": [],
+        "notes": "No agent, LLM or tool telemetry was received for this session.",
+        "final_metrics": {
+            "total_prompt_tokens": 0,
+            "total_completion_tokens": 0,
+            "total_cached_tokens": 0,
+            "total_steps": 0,
+        },
+        "extra": {"source_convention": "", "trace_ids": []},
+    }

@@ -1,5 +1,6 @@
 """Skill activations: the record and its extraction from a session trajectory."""
 
+from skillsight.collector.activations.extract import extract_activations
 from skillsight.collector.activations.model import (
     Activation,
     SkillContract,
@@ -18,4 +19,5 @@ __all__ = [
     "Trigger",
     "VisibleSkill",
     "activation_id",
+    "extract_activations",
 ]
