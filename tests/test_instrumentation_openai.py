@@ -760,7 +760,7 @@ def test_the_documented_example_runs_and_exports_over_otlp(
     turns: list[Turn] = [[ToolCall("load_skill", {"name": SKILL})], [Text("Loaded.")]]
     with OtlpCapture() as receiver, ScriptedOpenAI(turns) as base_url:
         configure(receiver.http_endpoint, tracer_provider=provider, set_global=False)
-        # No kept-alive connections: Runner.run_sync closes its loop, not the model's client.
+        # No kept-alive connections: the example's asyncio.run closes its loop, not the client.
         http = httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0))
         client = AsyncOpenAI(base_url=base_url, api_key="test", http_client=http)
         namespace: dict[str, Any] = {
