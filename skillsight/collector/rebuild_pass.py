@@ -1,0 +1,132 @@
+"""One rebuild pass: read sessions from the store, rebuild each, write them all at once.
+
+Shared by the trace finalizer (``skillsight serve``, ``skillsight worker``) and
+``skillsight rebuild``. The algorithm is :func:`skillsight.collector.rebuild.rebuild_session`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Container, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from skillsight.collector.activations import SkillContract
+from skillsight.collector.store import Store
+from skillsight.collector.store._rebuilds import RebuildResult, SessionRebuild
+
+log = logging.getLogger(__name__)
+
+
+class RebuildFn(Protocol):
+    """``skillsight.collector.rebuild.rebuild_session``."""
+
+    def __call__(
+        self,
+        spans: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        *,
+        project_id: str = ...,
+        catalogue: Mapping[str, SkillContract] | None = ...,
+        session_id: str = ...,
+    ) -> RebuildResult: ...
+
+
+CatalogueFn = Callable[[str], Mapping[str, SkillContract] | None]
+"""Project id -> the skill contracts by name that ``rebuild_session`` joins activations to."""
+
+
+def store_catalogue(store: Store) -> CatalogueFn:
+    """The project's recorded skill catalogue (``skillsight skills scan --store``)."""
+
+    def catalogue(project_id: str) -> Mapping[str, SkillContract] | None:
+        entries = store.skill_contracts(project_id)
+        return {
+            name: SkillContract(
+                name=name,
+                description=str(entry.get("description") or ""),
+                allowed_tools=entry.get("allowed_tools"),
+                version=str(entry.get("version") or ""),
+                source_uri=str(entry.get("source_uri") or ""),
+            )
+            for name, entry in entries.items()
+        } or None
+
+    return catalogue
+
+
+def default_rebuild() -> RebuildFn:
+    from skillsight.collector.rebuild import rebuild_session
+
+    fn: RebuildFn = rebuild_session
+    return fn
+
+
+def is_complete(spans: Sequence[Mapping[str, Any]]) -> bool:
+    """Every span's parent has arrived (so each trace's root span has ended and been sent)."""
+    present = {(s["trace_id"], s["span_id"]) for s in spans}
+    return all(
+        not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
+    )
+
+
+@dataclass
+class Outcome:
+    """What happened to one session key in a rebuild pass."""
+
+    project_id: str
+    session_key: str
+    rebuilt: RebuildResult | None = None
+    incomplete: bool = False
+    error: str = ""
+
+
+def rebuild_sessions(
+    store: Store,
+    keys: Sequence[tuple[str, str, int]],
+    *,
+    rebuild: RebuildFn,
+    catalogue: CatalogueFn | None = None,
+    require_complete: Container[tuple[str, str]] = (),
+) -> tuple[list[Outcome], list[int]]:
+    """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
+
+    Reads each project's sessions together and writes the whole pass at once; a store error
+    raises (nothing is written), a failing rebuild only marks its session. Returns each key's
+    outcome and the stamps written. A ``(project_id, session_key)`` in ``require_complete``
+    whose spans miss a parent is left alone and reported incomplete; every other session is
+    rebuilt from what is there.
+    """
+    outcomes: list[Outcome] = []
+    contracts: dict[str, Mapping[str, SkillContract] | None] = {}
+    rows = {
+        project_id: store.sessions_rows(project_id, [k for p, k, _ in keys if p == project_id])
+        for project_id in dict.fromkeys(p for p, _, _ in keys)
+    }
+    for project_id, key, _ in keys:
+        outcome = Outcome(project_id, key)
+        outcomes.append(outcome)
+        spans, events = rows[project_id][key]
+        if not spans and not events:
+            continue
+        if (project_id, key) in require_complete and not is_complete(spans):
+            outcome.incomplete = True
+            continue
+        try:
+            if catalogue is not None and project_id not in contracts:
+                contracts[project_id] = catalogue(project_id)
+            outcome.rebuilt = rebuild(
+                spans,
+                events,
+                project_id=project_id,
+                catalogue=contracts.get(project_id),
+                session_id=key,
+            )
+        except Exception as exc:  # one bad session must not stop the others
+            log.exception("rebuilding session %s of project %s failed", key, project_id)
+            outcome.error = f"{type(exc).__name__}: {exc}"[:500]
+    done = [(o, k[2]) for o, k in zip(outcomes, keys, strict=True) if o.rebuilt is not None]
+    stamps = store.write_rebuilds(
+        [SessionRebuild(o.project_id, o.rebuilt, through) for o, through in done if o.rebuilt]
+    )
+    return outcomes, stamps
