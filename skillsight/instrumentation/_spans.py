@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from skillsight import semconv as sc
 from skillsight.instrumentation._config import content_policy, resolve_tracer_provider
@@ -100,6 +101,20 @@ def skills_available_json(skills: Iterable[tuple[str, str | None]]) -> str:
     )
 
 
+def skill_attributes(skill: SkillInfo) -> dict[str, AttributeValue]:
+    """``gen_ai.skill.*`` and ``skillsight.skill.allowed_tools`` of what is known."""
+    attributes: dict[str, AttributeValue] = {sc.GEN_AI_SKILL_NAME: skill.name}
+    if skill.description is not None:
+        attributes[sc.GEN_AI_SKILL_DESCRIPTION] = skill.description
+    if skill.version is not None:
+        attributes[sc.GEN_AI_SKILL_VERSION] = skill.version
+    if skill.source_uri is not None:
+        attributes[sc.GEN_AI_SKILL_SOURCE_URI] = skill.source_uri
+    if skill.allowed_tools is not None:
+        attributes[sc.SKILLSIGHT_SKILL_ALLOWED_TOOLS] = json.dumps(list(skill.allowed_tools))
+    return attributes
+
+
 class SpanEmitter:
     """Starts and finishes skillsight's spans on one tracer with one content policy."""
 
@@ -114,6 +129,23 @@ class SpanEmitter:
         self.policy = content_policy(content)
 
     # --- content -------------------------------------------------------------------------
+
+    def _start(
+        self,
+        name: str,
+        kind: SpanKind,
+        parent: Context | None,
+        start_time: int | None,
+        attributes: Mapping[str, AttributeValue | None],
+    ) -> Span:
+        # Attributes given at start are cleaned once, in one batch, and samplers see them.
+        return self.tracer.start_span(
+            name,
+            context=parent,
+            kind=kind,
+            start_time=start_time,
+            attributes={k: v for k, v in attributes.items() if v is not None and v != ""},
+        )
 
     def set_content(self, span: Span, key: str, value: Any) -> None:
         """Set a content attribute through the policy (capped, redacted, or left out)."""
@@ -136,24 +168,21 @@ class SpanEmitter:
         start_time: int | None = None,
     ) -> Span:
         """An ``invoke_agent {name}`` span (a session, or a subagent inside one)."""
-        span = self.tracer.start_span(
+        return self._start(
             f"{sc.OP_INVOKE_AGENT} {name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            start_time=start_time,
+            SpanKind.INTERNAL,
+            parent,
+            start_time,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_NAME: name,
+                sc.GEN_AI_AGENT_ID: agent_id,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_REQUEST_MODEL: model,
+                sc.GEN_AI_CONVERSATION_ID: conversation_id,
+                sc.GEN_AI_INPUT_MESSAGES: self.policy.apply(input),
+            },
         )
-        span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.OP_INVOKE_AGENT)
-        span.set_attribute(sc.GEN_AI_AGENT_NAME, name)
-        if agent_id:
-            span.set_attribute(sc.GEN_AI_AGENT_ID, agent_id)
-        if provider:
-            span.set_attribute(sc.GEN_AI_PROVIDER_NAME, provider)
-        if model:
-            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, model)
-        if conversation_id:
-            span.set_attribute(sc.GEN_AI_CONVERSATION_ID, conversation_id)
-        self.set_content(span, sc.GEN_AI_INPUT_MESSAGES, input)
-        return span
 
     def set_skills_available(self, span: Span, skills: Iterable[tuple[str, str | None]]) -> None:
         """Record the skills the agent could see, as ``[{name, description}]``."""
@@ -188,19 +217,18 @@ class SpanEmitter:
         start_time: int | None = None,
     ) -> Span:
         """A ``chat {model}`` span for one model call (an assistant turn)."""
-        span = self.tracer.start_span(
+        return self._start(
             f"{sc.OP_CHAT} {model}" if model else sc.OP_CHAT,
-            context=parent,
-            kind=SpanKind.CLIENT,
-            start_time=start_time,
+            SpanKind.CLIENT,
+            parent,
+            start_time,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+                sc.GEN_AI_PROVIDER_NAME: provider,
+                sc.GEN_AI_REQUEST_MODEL: model,
+                sc.GEN_AI_RESPONSE_MODEL: model,
+            },
         )
-        span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.OP_CHAT)
-        if provider:
-            span.set_attribute(sc.GEN_AI_PROVIDER_NAME, provider)
-        if model:
-            span.set_attribute(sc.GEN_AI_REQUEST_MODEL, model)
-            span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, model)
-        return span
 
     def set_chat_result(
         self,
@@ -212,12 +240,14 @@ class SpanEmitter:
         input: Any = None,
     ) -> None:
         """What a model call answered: usage, finish reason, captured messages."""
-        if usage is not None:
-            span.set_attributes(usage.attributes())
+        attributes: dict[str, AttributeValue] = dict(usage.attributes()) if usage else {}
         if finish_reason:
-            span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, [finish_reason])
-        self.set_content(span, sc.GEN_AI_INPUT_MESSAGES, input)
-        self.set_content(span, sc.GEN_AI_OUTPUT_MESSAGES, output)
+            attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [finish_reason]
+        for key, value in ((sc.GEN_AI_INPUT_MESSAGES, input), (sc.GEN_AI_OUTPUT_MESSAGES, output)):
+            text = self.policy.apply(value)
+            if text is not None:
+                attributes[key] = text
+        span.set_attributes(attributes)
 
     # --- tools ----------------------------------------------------------------------------
 
@@ -231,18 +261,18 @@ class SpanEmitter:
         start_time: int | None = None,
     ) -> Span:
         """An ``execute_tool {name}`` span."""
-        span = self.tracer.start_span(
+        return self._start(
             f"{sc.OP_EXECUTE_TOOL} {name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            start_time=start_time,
+            SpanKind.INTERNAL,
+            parent,
+            start_time,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.GEN_AI_TOOL_CALL_ID: call_id,
+                sc.GEN_AI_TOOL_CALL_ARGUMENTS: self.policy.apply(arguments),
+            },
         )
-        span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.OP_EXECUTE_TOOL)
-        span.set_attribute(sc.GEN_AI_TOOL_NAME, name)
-        if call_id:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
-        self.set_content(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS, arguments)
-        return span
 
     def finish_tool(
         self,
@@ -277,36 +307,25 @@ class SpanEmitter:
         ``call_id`` names the tool call that started it (a ``Skill`` call, a ``Read`` of the
         SKILL.md, a ``load_skill`` call), so every source of one run names the same start.
         """
-        span = self.tracer.start_span(
+        return self._start(
             f"{sc.OP_ACTIVATE_SKILL} {skill.name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            start_time=start_time,
+            SpanKind.INTERNAL,
+            parent,
+            start_time,
+            {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_ACTIVATE_SKILL,
+                sc.SKILLSIGHT_SPAN_KIND: sc.SPAN_KIND_SKILL_ACTIVATION,
+                sc.SKILLSIGHT_ACTIVATION_TRIGGER: trigger,
+                sc.SKILLSIGHT_ACTIVATION_CALL_ID: call_id,
+                sc.OPENINFERENCE_SPAN_KIND: (
+                    sc.OPENINFERENCE_KIND_CHAIN if composes else sc.OPENINFERENCE_KIND_AGENT
+                ),
+                **skill_attributes(skill),
+                sc.SKILLSIGHT_ACTIVATION_INPUT: self.policy.apply(input),
+            },
         )
-        span.set_attribute(sc.GEN_AI_OPERATION_NAME, sc.OP_ACTIVATE_SKILL)
-        span.set_attribute(sc.SKILLSIGHT_SPAN_KIND, sc.SPAN_KIND_SKILL_ACTIVATION)
-        span.set_attribute(sc.SKILLSIGHT_ACTIVATION_TRIGGER, trigger)
-        if call_id:
-            span.set_attribute(sc.SKILLSIGHT_ACTIVATION_CALL_ID, call_id)
-        span.set_attribute(
-            sc.OPENINFERENCE_SPAN_KIND,
-            sc.OPENINFERENCE_KIND_CHAIN if composes else sc.OPENINFERENCE_KIND_AGENT,
-        )
-        self.set_skill(span, skill)
-        self.set_content(span, sc.SKILLSIGHT_ACTIVATION_INPUT, input)
-        return span
 
     @staticmethod
     def set_skill(span: Span, skill: SkillInfo) -> None:
         """The ``gen_ai.skill.*`` attributes (set again when more is learnt about the skill)."""
-        span.set_attribute(sc.GEN_AI_SKILL_NAME, skill.name)
-        if skill.description is not None:
-            span.set_attribute(sc.GEN_AI_SKILL_DESCRIPTION, skill.description)
-        if skill.version is not None:
-            span.set_attribute(sc.GEN_AI_SKILL_VERSION, skill.version)
-        if skill.source_uri is not None:
-            span.set_attribute(sc.GEN_AI_SKILL_SOURCE_URI, skill.source_uri)
-        if skill.allowed_tools is not None:
-            span.set_attribute(
-                sc.SKILLSIGHT_SKILL_ALLOWED_TOOLS, json.dumps(list(skill.allowed_tools))
-            )
+        span.set_attributes(skill_attributes(skill))
