@@ -65,13 +65,19 @@ def paths_of(call: ToolCall) -> list[str]:
 
 
 def argument_text(call: ToolCall) -> str:
-    """The call's arguments as one text to scan."""
+    """The call's arguments as one text to scan: string values joined by newlines (nested
+    values as JSON), cheaper than serializing the whole object."""
     args = call.arguments
     if args is None:
         return ""
     if isinstance(args, str):
         return args
-    return json.dumps(args, ensure_ascii=False, sort_keys=True)
+    if isinstance(args, dict):
+        return "\n".join(
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+            for v in args.values()
+        )
+    return json.dumps(args, ensure_ascii=False, default=str)
 
 
 # Claude Code's Skill tool answers with this line first.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from skillsight.collector.activations import Activation, ToolCall
 from skillsight.evaluators._calls import FILE_TOOLS, argument_text, command_of
@@ -25,7 +26,8 @@ from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._script_execution import expected_scripts, runs_of
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+# Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")
 _FILE = re.compile(r"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:[A-Za-z][A-Za-z0-9]{0,5})(?![\w])")
 _INLINE = re.compile(
     r"(?:^|[\s;&|(])(?:"
@@ -34,26 +36,25 @@ _INLINE = re.compile(
 )
 
 
-def numbers(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def numbers(text: str) -> frozenset[str]:
     """Numbers of at least two digits, written without thousands separators or trailing
     zeros after the point (``1,234.50`` -> ``1234.5``)."""
-    found = set()
-    for match in _NUMBER.finditer(text):
-        raw = match.group(0).replace(",", "")
-        if raw.count(".") > 1 or raw.rstrip(".") != raw:
-            continue
-        if "." in raw:
-            raw = raw.rstrip("0").rstrip(".")
-        if sum(ch.isdigit() for ch in raw) >= 2:
-            found.add(raw)
-    return found
+    found = set(_NUMBER.findall(text))
+    odd = [raw for raw in found if "," in raw or "." in raw]
+    for raw in odd:
+        found.discard(raw)
+        clean = raw.replace(",", "")
+        found.add(clean.rstrip("0").rstrip(".") if "." in clean else clean)
+    return frozenset(found)
 
 
-def files(text: str) -> set[str]:
-    return {m.group(0) for m in _FILE.finditer(text) if not m.group(0)[0].isdigit()}
+def files(text: str) -> frozenset[str]:
+    return frozenset(m for m in _FILE.findall(text) if not m[0].isdigit())
 
 
-def values(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def values(text: str) -> frozenset[str]:
     return numbers(text) | files(text)
 
 

@@ -103,6 +103,9 @@ def run_evaluators(
         for evaluator in chosen:
             started = time.perf_counter_ns()
             evaluation = evaluator.evaluate(activation, ctx)
-            elapsed_ms = (time.perf_counter_ns() - started) / 1e6
-            out.append(evaluation.with_latency(round(elapsed_ms, 4)))
+            elapsed_ms = round((time.perf_counter_ns() - started) / 1e6, 4)
+            # evaluate() returns a new object no one else holds yet; stamping it in place saves
+            # a dataclasses.replace (a copy of every field) per evaluation on the hot path.
+            object.__setattr__(evaluation, "latency_ms", elapsed_ms)
+            out.append(evaluation)
     return out

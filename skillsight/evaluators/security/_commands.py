@@ -19,6 +19,8 @@ _DEVICE_REDIRECT = re.compile(r">\s*/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk)\w*")
 _PIPE_TO_SHELL = re.compile(
     r"\b(?:curl|wget)\b[^|;&]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b", re.IGNORECASE
 )
+# The programs the argv checks below look at; other commands skip the (slow) shlex split.
+_PROGRAMS = re.compile(r"\b(?:rm|git|mkfs[\w.]*|mke2fs|wipefs|dd|chmod|chown|chgrp)\b")
 _HOME = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?:/|$)")
 
 
@@ -88,7 +90,11 @@ def destructive(command: str, roots: Roots) -> list[CommandFinding]:
         found.append(CommandFinding("raw_device_write", "output redirected onto a disk device"))
     if _PIPE_TO_SHELL.search(command):
         found.append(CommandFinding("pipe_to_shell", "a download piped straight into a shell"))
+    if _PROGRAMS.search(command) is None:
+        return found
     for simple in split_commands(command):
+        if _PROGRAMS.search(simple) is None:
+            continue
         words = _argv(simple)
         if not words:
             continue

@@ -92,7 +92,9 @@ def _site(host: str, sites: tuple[str, ...]) -> str | None:
 
 
 def _url_findings(text: str) -> list[ContentFinding]:
-    found = []
+    found: list[ContentFinding] = []
+    if "://" not in text:
+        return found
     for match in _URL.finditer(text):
         url = match.group(0).rstrip(".,;:")
         try:
@@ -143,7 +145,16 @@ def _url_findings(text: str) -> list[ContentFinding]:
     return found
 
 
+# Any character _invisible may report: texts without one (nearly all) skip the per-character walk.
+_SUSPECT = re.compile(
+    "[\u200b\u200c\u200d\u2060\u180e\u2062-\u2064\ufeff\u202a-\u202e\u2066-\u2069"
+    "\U000e0000-\U000e007f]"
+)
+
+
 def _invisible(text: str) -> list[ContentFinding]:
+    if _SUSPECT.search(text) is None:
+        return []
     counts: dict[str, int] = {}
     hidden: list[str] = []
     in_flag = False  # inside a tag sequence that follows a black flag: a regional flag emoji
@@ -196,7 +207,25 @@ def _invisible(text: str) -> list[ContentFinding]:
     ]
 
 
+# Lower-case words one of which every injection marker contains.
+_INJECTION_ANCHORS = (
+    "ignore",
+    "disregard",
+    "forget",
+    "override",
+    "do not",
+    "system",
+    "<|",
+    "inst]",
+    "<<sys>>",
+    "you are now",
+)
+
+
 def _injection(text: str) -> list[ContentFinding]:
+    lowered = text.lower()
+    if not any(anchor in lowered for anchor in _INJECTION_ANCHORS):
+        return []
     matches = list(dict.fromkeys(m.group(0) for m in _INJECTION.finditer(text)))
     if not matches:
         return []

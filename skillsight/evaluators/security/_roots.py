@@ -17,8 +17,24 @@ _SENSITIVE = re.compile(
 )
 
 
+_SENSITIVE_ANCHORS = (
+    ".ssh",
+    ".aws/",
+    "gcloud",
+    ".netrc",
+    ".pgpass",
+    ".docker/",
+    ".kube/",
+    ".gnupg",
+    "/etc/",
+    "id_",
+)
+
+
 def sensitive_reference(text: str) -> str | None:
     """The sensitive location ``text`` mentions, or None."""
+    if not any(anchor in text for anchor in _SENSITIVE_ANCHORS):
+        return None
     match = _SENSITIVE.search(text)
     return match.group(0).strip(" '\"=:") if match else None
 

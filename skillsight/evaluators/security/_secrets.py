@@ -14,26 +14,44 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-# (kind, pattern); the whole match is the secret.
-_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic_api_key", re.compile(r"(?<![\w-])sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{32,}")),
-    ("sk_secret_key", re.compile(r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
-    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])")),
-    ("github_token", re.compile(r"(?<![\w])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![\w])")),
-    ("github_token", re.compile(r"(?<![\w])github_pat_[A-Za-z0-9_]{60,}")),
-    ("slack_token", re.compile(r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("google_api_key", re.compile(r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])")),
-    ("stripe_secret_key", re.compile(r"(?<![\w])(?:sk|rk)_live_[0-9A-Za-z]{24,}")),
-    (
-        "private_key",
-        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    ),
+# (kind, pattern); the whole match is the secret. One alternation of named groups scans a text
+# once for every shape.
+_SHAPES: tuple[tuple[str, str], ...] = (
+    ("anthropic_api_key", r"(?<![\w-])sk-ant-[a-z]+\d*-[A-Za-z0-9_-]{32,}"),
+    ("sk_secret_key", r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("aws_access_key_id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
+    ("github_token", r"(?<![\w])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}(?![\w])"),
+    ("github_pat", r"(?<![\w])github_pat_[A-Za-z0-9_]{60,}"),
+    ("slack_token", r"(?<![\w-])xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("google_api_key", r"(?<![\w-])AIza[0-9A-Za-z_-]{35}(?![\w-])"),
+    ("stripe_secret_key", r"(?<![\w])(?:sk|rk)_live_[0-9A-Za-z]{24,}"),
+    ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
 )
+_SHAPE = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _SHAPES))
+# Literal prefixes of the shapes: a text containing none of them (most) is not scanned, since
+# ``in`` runs in C at memory speed while the alternation is tried at every position.
+_ANCHORS = (
+    "sk-",
+    "_live_",
+    "AKIA",
+    "ASIA",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "AIza",
+    "PRIVATE KEY",
+)
+_NAMES = ("key", "secret", "token", "passw")
+_KIND = {"github_pat": "github_token"}
 
+# A secret-sounding name, then ``=`` or ``:``, then the value (group 1).
 _ASSIGNED = re.compile(
-    r"(?i)(?<![\w])([\w.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|"
-    r"auth[_-]?key|client[_-]?secret|private[_-]?key)[\w.-]*)[\"']?\s*[:=]\s*[\"']?"
-    r"([A-Za-z0-9+/_.=-]{20,})"
+    r"(?i)(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|auth[_-]?key|"
+    r"private[_-]?key)[\w.-]*[\"']?[ \t]*[:=][ \t]*[\"']?([A-Za-z0-9+/_.=-]{20,})"
 )
 MIN_ENTROPY = 4.0
 
@@ -73,23 +91,24 @@ def find_secrets(text: str) -> list[SecretMatch]:
         return []
     found: list[SecretMatch] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern in _SHAPES:
-        for match in pattern.finditer(text):
-            token = match.group(0)
-            if kind == "sk_secret_key" and (
-                token.startswith("sk-ant-") or not _looks_keylike(token[3:])
-            ):
-                continue
-            if any(a <= match.start() < b for a, b in taken):
-                continue
-            taken.append((match.start(), match.end()))
-            found.append(SecretMatch(kind, redact(token), match.start()))
-    for match in _ASSIGNED.finditer(text):
-        token = match.group(2)
-        if any(a <= match.start(2) < b for a, b in taken) or not _looks_random(token):
+    shapes = any(anchor in text for anchor in _ANCHORS)
+    lowered = text.lower()
+    names = any(name in lowered for name in _NAMES)
+    if not shapes and not names:
+        return found
+    for match in _SHAPE.finditer(text) if shapes else ():
+        kind = match.lastgroup or ""
+        token = match.group(0)
+        if kind == "sk_secret_key" and not _looks_keylike(token[3:]):
             continue
-        taken.append((match.start(2), match.end(2)))
-        found.append(SecretMatch("high_entropy_secret", redact(token), match.start(2)))
+        taken.append((match.start(), match.end()))
+        found.append(SecretMatch(_KIND.get(kind, kind), redact(token), match.start()))
+    for match in _ASSIGNED.finditer(text) if names else ():
+        token = match.group(1)
+        if any(a <= match.start(1) < b for a, b in taken) or not _looks_random(token):
+            continue
+        taken.append((match.start(1), match.end(1)))
+        found.append(SecretMatch("high_entropy_secret", redact(token), match.start(1)))
     return sorted(found, key=lambda m: m.start)
 
 
