@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
 	$(VENV)/bin/skillsight bench overhead
 	$(VENV)/bin/skillsight bench rebuild
+	$(VENV)/bin/skillsight bench eval
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

@@ -584,6 +584,33 @@ def bench_rebuild(
         print(json.dumps(report, indent=2))
 
 
+@bench_app.command("eval")
+def bench_eval(
+    activations: Annotated[
+        int, typer.Option("--activations", help="Synthetic activations per workload.")
+    ] = 5000,
+    selection: Annotated[
+        int,
+        typer.Option("--selection", help="Activations for skill_selection (0 skips the model)."),
+    ] = 300,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart.
+
+    Example: skillsight bench eval --activations 5000 --selection 300
+    """
+    from skillsight.bench.eval import run_eval_bench
+
+    try:
+        report = run_eval_bench(activations=activations, selection=selection, console=console)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
 # -- activations and trajectories ---------------------------------------------------------------
 
 
