@@ -20,11 +20,16 @@ from typing import Any, Literal
 import httpx
 import pytest
 from openai import AsyncOpenAI
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from skillsight import semconv as sc
+from skillsight.collector import otlp
+from skillsight.collector.rebuild import rebuild_session
+from skillsight.collector.rows import SPAN_SCHEMA
+from skillsight.collector.store import EmbeddedStore
 from skillsight.demo.scripted_openai import (
     Reply,
     ScriptedOpenAI,
@@ -932,3 +937,79 @@ def test_an_agent_used_as_a_tool_nests_under_its_call_with_custom_spans_kept(
             separators=(",", ":"),
         ),
     }
+
+
+def test_the_collector_rebuilds_the_same_activation_from_the_exported_spans(
+    workspace: Path,
+    processor: SkillsightTracingProcessor,
+    exporter: InMemorySpanExporter,
+    embedded_store: EmbeddedStore,
+) -> None:
+    with ScriptedOpenAI(SKILL_RUN) as base_url:
+        run_agent(base_url, lambda c: make_agent("responses", c, workspace))
+    spans = exporter.get_finished_spans()
+    body = encode_spans(spans).SerializeToString()
+    decoded = otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", otlp.Limits())
+    assert decoded.rejected == 0
+    embedded_store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+
+    rebuilt = rebuild_session(
+        embedded_store.list_spans("default", limit=1000),
+        embedded_store.list_events("default", limit=1000),
+    )
+
+    (activation,) = rebuilt.activations
+    folder = workspace / "skills" / SKILL
+    activation_span = by_name(spans, f"activate_skill {SKILL}")
+    assert activation.model_dump(
+        include={
+            "session_id",
+            "skill_name",
+            "skill_version",
+            "trigger",
+            "trigger_call_id",
+            "load_call_id",
+            "activation_span_id",
+            "agent",
+            "source_convention",
+            "request",
+            "skill_output",
+            "integration_message",
+            "outcome",
+            "visible_skills",
+            "contract",
+        }
+    ) == {
+        "session_id": CONVERSATION,
+        "skill_name": SKILL,
+        "skill_version": skill_version(folder),
+        "trigger": "load_skill_tool",
+        "trigger_call_id": call_id(0, 0),
+        "load_call_id": call_id(0, 0),
+        "activation_span_id": format(activation_span.context.span_id, "016x"),
+        "agent": "analyst",
+        "source_convention": "gen_ai",
+        "request": PROMPT,
+        "skill_output": SKILL_MD,
+        "integration_message": FINAL,
+        "outcome": "completed",
+        "visible_skills": [{"name": SKILL, "description": DESCRIPTION}],
+        "contract": {
+            "name": SKILL,
+            "description": DESCRIPTION,
+            "allowed_tools": ["run_script"],
+            "version": skill_version(folder),
+            "source_uri": folder.as_uri(),
+        },
+    }
+    assert [
+        (c.tool_call_id, c.name, c.arguments, c.result, c.is_error) for c in activation.tool_calls
+    ] == [
+        (
+            call_id(1, 0),
+            "run_script",
+            {"script": f"{SKILL}/scripts/summarize.py", "args": ["data/sales.csv"]},
+            SCRIPT_OUTPUT,
+            False,
+        )
+    ]
