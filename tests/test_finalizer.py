@@ -25,9 +25,11 @@ from skillsight.collector import otlp
 from skillsight.collector.finalizer import ActivationsReady, Finalizer
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from skillsight.collector.service import Collector
 from skillsight.collector.store import EmbeddedStore
 from skillsight.collector.store._server import ServerStore
 from skillsight.collector.worker import parse_shard
+from skillsight.config import Settings
 from skillsight.errors import ConfigError
 from tests.support.serve import RunningServer, running_server
 
@@ -493,3 +495,35 @@ def test_a_bad_shard_is_refused_clearly(text: str) -> None:
     with pytest.raises(ConfigError, match="expected INDEX/COUNT with 0 <= INDEX < COUNT"):
         parse_shard(text)
     assert parse_shard("1/2") == (1, 2)
+
+
+def test_the_documented_evaluator_hook_hears_of_every_rebuilt_session(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """docs/trace-completion.md's example, run against a real Collector (batch writer and
+    finalizer, as ``skillsight serve`` enters them)."""
+    doc = (Path(__file__).parents[1] / "docs" / "trace-completion.md").read_text()
+    example = doc.split("```python\n", 1)[1].split("```", 1)[0]
+
+    async def run() -> list[ActivationsReady]:
+        settings = Settings.load({"rebuild_quiet_s": 0.05, "rebuild_poll_s": 0.02}, env={})
+        collector = Collector(embedded_store, settings)
+        queue: asyncio.Queue[ActivationsReady] = asyncio.Queue()
+        exec(example, {"collector": collector, "queue": queue})
+        async with collector:
+            for signal_name, name in ((otlp.TRACES, "traces.pb"), (otlp.LOGS, "logs.pb")):
+                body = (CAPTURES / "claude_code" / name).read_bytes()
+                collector.ingest(signal_name, body, encoding=otlp.PROTOBUF, project_id="p")
+            assert collector.finalizer is not None
+            await _until_idle(collector.finalizer)
+        return [queue.get_nowait() for _ in range(queue.qsize())]
+
+    heard = asyncio.run(run())
+    # the traces and the log events are committed in separate batches, so with a quiet period
+    # this short the session may be rebuilt (and announced) once before the events are in
+    assert {(i.project_id, i.session_id) for i in heard} == {
+        ("p", "093ac2ae-a7ab-4b25-b958-3919a7e38a98")
+    }
+    assert heard[-1].activations == tuple(embedded_store.list_activations("p"))
+    assert [a.skill_name for a in heard[-1].activations] == ["csv-summary"]
+    assert heard[-1].activations[0].integration_message
