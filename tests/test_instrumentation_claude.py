@@ -157,7 +157,10 @@ def expected_tree(project: DemoProject, messages: list[Any], prompt: str) -> lis
             "attrs": {
                 sc.GEN_AI_OPERATION_NAME: "chat",
                 sc.GEN_AI_REQUEST_MODEL: model,
-                sc.GEN_AI_USAGE_INPUT_TOKENS: usage["input_tokens"],
+                # GenAI's input tokens include the cached ones Anthropic counts apart
+                sc.GEN_AI_USAGE_INPUT_TOKENS: usage["input_tokens"]
+                + usage["cache_read_input_tokens"]
+                + usage["cache_creation_input_tokens"],
                 sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage["output_tokens"],
                 sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage["cache_read_input_tokens"],
                 sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage["cache_creation_input_tokens"],
@@ -201,7 +204,9 @@ def expected_tree(project: DemoProject, messages: list[Any], prompt: str) -> lis
                     [{"name": project.skill_name, "description": manifest.description}]
                 ),
                 sc.SKILLSIGHT_COST_USD: result.total_cost_usd,
-                sc.GEN_AI_USAGE_INPUT_TOKENS: result.usage["input_tokens"],
+                sc.GEN_AI_USAGE_INPUT_TOKENS: result.usage["input_tokens"]
+                + result.usage["cache_read_input_tokens"]
+                + result.usage["cache_creation_input_tokens"],
                 sc.GEN_AI_USAGE_OUTPUT_TOKENS: result.usage["output_tokens"],
                 sc.GEN_AI_INPUT_MESSAGES: prompt,
                 sc.GEN_AI_OUTPUT_MESSAGES: result.result,

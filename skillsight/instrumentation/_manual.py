@@ -317,7 +317,11 @@ def record_llm_call(
     tracer_provider: trace.TracerProvider | None = None,
     content: ContentPolicy | None = None,
 ) -> None:
-    """Record a model call (a ``chat {model}`` span with usage) that already happened."""
+    """Record a model call (a ``chat {model}`` span with usage) that already happened.
+
+    ``input_tokens`` counts the whole prompt, cached tokens included (the GenAI convention);
+    the cache counts say how much of it was read from or written to the cache.
+    """
     emitter = SpanEmitter(tracer_provider, content)
     span = emitter.start_chat(model, provider=provider, start_time=start_time)
     emitter.set_chat_result(

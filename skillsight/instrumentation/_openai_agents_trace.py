@@ -4,8 +4,9 @@ The SDK reports spans as they start and end (``task`` → ``agent`` → ``turn``
 ``generation`` / ``function`` / ``handoff``…), each with its start and end time and its parent.
 Each is mapped when the SDK reports it, with the SDK's own timestamps:
 
-- ``agent`` → ``invoke_agent {name}``; a later top-level agent of the same trace (the target of
-  a handoff) nests under the first one, so one run stays one OpenTelemetry trace;
+- ``agent`` → ``invoke_agent {name}``; a later top-level agent of the same run (the target of
+  a handoff) nests under the run's first one, so one run stays one OpenTelemetry trace (each
+  ``Runner.run`` in one SDK trace is a trace of its own, with the same conversation id);
 - ``response`` / ``generation`` → ``chat {model}`` under its agent, with usage and messages;
 - ``function`` → ``execute_tool {name}``, its call id taken from the model output that asked
   for it;
@@ -91,6 +92,13 @@ class _Node:
     """For a tool: whether its arguments were known when it started (from the model output)."""
 
 
+def _task_of(node: _Node | None) -> _Node | None:
+    """The ``task`` span (one Runner run) a node belongs to; None for SDKs without them."""
+    while node is not None and node.kind != "task":
+        node = node.parent
+    return node
+
+
 @dataclass(frozen=True)
 class SkillSettings:
     """How skills are recognised and looked up on disk."""
@@ -115,7 +123,9 @@ class TraceMapper:
         self._conversation_id = conversation_id
         self._now = now
         self._nodes: dict[str, _Node] = {}
-        self._first_agent: _Agent | None = None
+        # The first top-level agent of each run (task span): a handoff target nests under it.
+        self._first_agents: dict[int, _Agent] = {}
+        self._visible: list[tuple[str, str | None]] | None = None
         self._resolver = SkillResolver(settings.cwd or Path(os.getcwd()), settings.skills_dirs)
 
     # --- structure ---------------------------------------------------------------------------
@@ -208,8 +218,10 @@ class TraceMapper:
 
     def _start_agent(self, data: Any, parent: _Node | None, start: int | None) -> _Node:
         owner = parent.agent if parent is not None else None
-        if owner is None and self._first_agent is not None:
-            parent_context: Context | None = self._first_agent.context
+        run = id(_task_of(parent))
+        first = self._first_agents.get(run) if owner is None else None
+        if first is not None:
+            parent_context: Context | None = first.context
         else:
             parent_context = self._work_context(parent)
         name = str(getattr(data, "name", "") or "agent")
@@ -224,11 +236,14 @@ class TraceMapper:
         if skills:
             self._emitter.set_skills_available(span, skills)
         agent = _Agent(span=span, context=trace.set_span_in_context(span), name=name)
-        if self._first_agent is None:
-            self._first_agent = agent
+        if owner is None:
+            self._first_agents.setdefault(run, agent)
         return _Node("agent", span, agent, parent, is_agent=True)
 
     def _visible_skills(self) -> list[tuple[str, str | None]]:
+        """The skills in ``skills_dirs`` (read once per trace)."""
+        if self._visible is not None:
+            return self._visible
         found: list[tuple[str, str | None]] = []
         for root in self._settings.skills_dirs:
             try:
@@ -239,6 +254,7 @@ class TraceMapper:
                 info = info_from_dir(folder)
                 if info is not None and info.name not in {name for name, _ in found}:
                     found.append((info.name, info.description))
+        self._visible = found
         return found
 
     def _finish_agent(self, agent: _Agent, data: Any, error: str | None, end: int | None) -> None:

@@ -53,13 +53,18 @@ class Usage:
     """Token counts of one model call or of a whole run."""
 
     input_tokens: int | None = None
+    """All prompt tokens, cached ones included (the GenAI convention)."""
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
 
     @classmethod
     def from_anthropic(cls, usage: Mapping[str, Any] | None) -> Usage:
-        """From an Anthropic ``usage`` object (``input_tokens``, ``cache_read_input_tokens``…)."""
+        """From an Anthropic ``usage`` object (``input_tokens``, ``cache_read_input_tokens``…).
+
+        Anthropic counts cached prompt tokens apart from ``input_tokens``; GenAI's
+        ``gen_ai.usage.input_tokens`` includes them, so they are added back in.
+        """
         if not usage:
             return cls()
 
@@ -67,8 +72,13 @@ class Usage:
             value = usage.get(key)
             return int(value) if isinstance(value, int | float) else None
 
+        parts = [
+            count(k)
+            for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        ]
+        known = [p for p in parts if p is not None]
         return cls(
-            input_tokens=count("input_tokens"),
+            input_tokens=sum(known) if known else None,
             output_tokens=count("output_tokens"),
             cache_read_input_tokens=count("cache_read_input_tokens"),
             cache_creation_input_tokens=count("cache_creation_input_tokens"),
