@@ -745,3 +745,22 @@ def test_claude_code_events_without_traces(embedded_store: EmbeddedStore) -> Non
     }
     assert activation.tool_calls[0].result is None
     assert activation.cost_usd > 0
+
+
+def test_an_activation_span_with_nothing_beneath_it(
+    embedded_store: EmbeddedStore, recorder: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    tp, exporter = recorder
+    with agent_session("agent", conversation_id="conv-6", input="go", tracer_provider=tp):
+        record_llm_call("m", 1, 1, output=said("Thinking."), tracer_provider=tp)
+        with skill_activation("noop", tracer_provider=tp):
+            pass
+        record_llm_call("m", 1, 1, output=said("Nothing to do."), tracer_provider=tp)
+    [activation] = exported(embedded_store, exporter).activations
+    assert (activation.skill_name, activation.trigger, activation.tool_calls) == (
+        "noop",
+        "span",
+        [],
+    )
+    assert activation.integration_message == "Nothing to do."
+    assert activation.trigger_call_id == activation.activation_span_id

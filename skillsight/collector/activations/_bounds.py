@@ -8,6 +8,7 @@ from typing import Any
 from skillsight.collector.activations._record import Context, build_activation
 from skillsight.collector.activations._timeline import Extent, Item, Start, start_of
 from skillsight.collector.activations.model import Activation
+from skillsight.collector.trajectories._convert import iso
 
 # --- inferred boundaries ------------------------------------------------------------------------
 
@@ -82,10 +83,16 @@ def explicit_activations(
     spans: Mapping[str, Mapping[str, Any]],
     claimed: set[int],
 ) -> list[Activation]:
+    """One activation per span, holding exactly what ran beneath it (nested spans included).
+
+    The indices of the loading calls the spans account for are added to ``claimed``, so that
+    the inferred pass does not start a second activation from them.
+    """
     if not spans:
         return []
 
     def chain(span_id: str) -> list[str]:
+        """The span and the activation spans above it."""
         out, seen = [], set()
         while span_id in spans and span_id not in seen:
             out.append(span_id)
@@ -93,81 +100,33 @@ def explicit_activations(
             span_id = str(spans[span_id].get("parent_span_id", ""))
         return out
 
+    under = [chain(_span_of(item)) for item in items]
     opened: dict[str, Extent] = {}
     for span_id, span in sorted(spans.items(), key=lambda kv: (kv[1].get("start_ns", 0), kv[0])):
-        members = [
-            i
-            for i, item in enumerate(items)
-            if span_id
-            in chain(
-                str(
-                    ((item.call.extra if item.call else item.step.extra) or {}).get(
-                        "activation_span_id", ""
-                    )
-                )
-            )
-        ]
+        members = [i for i, spans_above in enumerate(under) if span_id in spans_above]
         member_calls = [i for i in members if items[i].kind == "call"]
-        named = str(span.get("call_id") or "")
-        loader = next(
-            (
-                i
-                for i, item in enumerate(items)
-                if named and item.call and item.call.tool_call_id == named
-            ),
-            None,
+        loader = _loader(items, members, member_calls, span)
+        start = _span_start(context, items, members, loader, span)
+        if start is None:
+            continue
+        parent = next(
+            (opened[s] for s in chain(str(span.get("parent_span_id", ""))) if s in opened), None
         )
-        loader = (
-            loader
-            if loader is not None
-            else next(
-                (
-                    i
-                    for i in member_calls
-                    if (found := start_of(items[i].call))  # type: ignore[arg-type]
-                    and found[0] == span.get("skill_name")
-                ),
-                None,
-            )
-        )
-        if loader is None:
-            loader = _loader_before(items, members, span)
-        # a span with no loading call starts at its first member
-        first = loader if loader is not None else (members[0] if members else None)
-        if first is None:
-            anchor = (
-                Item("event", context.trajectory.steps[0]) if context.trajectory.steps else None
-            )
-            if anchor is None:
-                continue
-            first_item = anchor
-        else:
-            first_item = items[first]
-        start = Start(str(span.get("skill_name", "")), "span", first_item, first or 0, span=span)
-        if loader is None and first_item.kind == "call":
-            # the first member is skill work, not a loading call: keep it inside
-            first_item = Item(
-                "event", first_item.step, time=first_item.time, index=first_item.index
-            )
-            start.item = first_item
-        parent_span = str(span.get("parent_span_id", ""))
-        parent = next((opened[s] for s in chain(parent_span) if s in opened), None)
-        current = Extent(start, parent)
+        current = Extent(start, parent, reason="span")
         current.calls = [items[i] for i in member_calls if i != loader]
         current.messages = [items[i] for i in members if items[i].kind == "message"]
-        last = max(members + ([loader] if loader is not None else []), default=first or 0)
-        current.last_index = last
+        current.last_index = max(
+            members + ([loader] if loader is not None else []), default=start.index
+        )
+        inside = {id(m.step) for m in current.messages}
         current.integration = next(
             (
                 item
-                for item in items[last + 1 :]
-                if item.kind == "message"
-                and item.step.message
-                and item.step not in [m.step for m in current.messages]
+                for item in items[current.last_index + 1 :]
+                if item.kind == "message" and item.step.message and id(item.step) not in inside
             ),
             None,
         )
-        current.reason = "span"
         opened[span_id] = current
         if loader is not None:
             claimed.add(loader)
@@ -178,6 +137,55 @@ def explicit_activations(
         ids[id(current)] = activation.activation_id
         out.append(activation)
     return out
+
+
+def _span_of(item: Item) -> str:
+    extra = (item.call.extra if item.call is not None else item.step.extra) or {}
+    return str(extra.get("activation_span_id", ""))
+
+
+def _loader(
+    items: list[Item], members: list[int], member_calls: list[int], span: Mapping[str, Any]
+) -> int | None:
+    """The call that loaded the span's skill: the one the span names, else a loading call of
+    that skill beneath it, else one just before it."""
+    named = str(span.get("call_id") or "")
+    if named:
+        for index, item in enumerate(items):
+            if item.call is not None and item.call.tool_call_id == named:
+                return index
+    for index in member_calls:
+        call = items[index].call
+        found = start_of(call) if call is not None else None
+        if found is not None and found[0] == span.get("skill_name"):
+            return index
+    return _loader_before(items, members, span)
+
+
+def _span_start(
+    context: Context,
+    items: list[Item],
+    members: list[int],
+    loader: int | None,
+    span: Mapping[str, Any],
+) -> Start | None:
+    """Where the span's activation starts: its loading call, else just before its first
+    member (a span with no loading call starts with the skill's work, which stays inside)."""
+    skill = str(span.get("skill_name", ""))
+    if loader is not None:
+        return Start(skill, "span", items[loader], loader, span=span)
+    if members:
+        first = items[members[0]]
+        marker = Item("event", first.step, time=first.time, index=first.index)
+        return Start(skill, "span", marker, members[0], span=span)
+    if context.trajectory.steps:
+        # nothing recorded beneath it: place it by its start time
+        began = iso(int(span.get("start_ns", 0)))
+        position = next((i for i, item in enumerate(items) if item.time > began), len(items))
+        step = items[position - 1].step if position else context.trajectory.steps[0]
+        marker = Item("event", step, time=began, index=position - 1)
+        return Start(skill, "span", marker, position - 1, span=span)
+    return None
 
 
 def _loader_before(items: list[Item], members: list[int], span: Mapping[str, Any]) -> int | None:
