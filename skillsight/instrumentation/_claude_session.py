@@ -218,9 +218,10 @@ class ClaudeSession:
 
     def note_prompt(self, prompt: str) -> None:
         """The user's latest request (the input of activations that do not name their own)."""
-        if self.main.prompt is None:
-            self._emitter.set_content(self.main.span, sc.GEN_AI_INPUT_MESSAGES, prompt)
-        self.main.prompt = prompt
+        with self._lock:
+            if self.main.prompt is None and not self._ended:
+                self._emitter.set_content(self.main.span, sc.GEN_AI_INPUT_MESSAGES, prompt)
+            self.main.prompt = prompt
 
     def _owner(self, agent_id: Any) -> _AgentContext:
         if isinstance(agent_id, str) and agent_id in self._subagents:
