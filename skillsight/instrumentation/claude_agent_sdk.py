@@ -17,6 +17,7 @@ import functools
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -111,11 +112,15 @@ class ClaudeAgentSDKInstrumentor:
 
     def _new_session(self, options: Any) -> ClaudeSession | None:
         with guard("starting a Claude Agent SDK session"):
-            plugins = [
+            skill_dirs = [
                 str(p.get("path"))
                 for p in getattr(options, "plugins", None) or []
                 if isinstance(p, dict) and p.get("path")
             ]
+            # The CLI's user skills live under its config dir, which options.env may move.
+            config_dir = (getattr(options, "env", None) or {}).get("CLAUDE_CONFIG_DIR")
+            if config_dir:
+                skill_dirs.append(str(Path(config_dir) / "skills"))
             cwd = getattr(options, "cwd", None)
             return ClaudeSession(
                 SpanEmitter(self._tracer_provider, self._content),
@@ -125,7 +130,7 @@ class ClaudeAgentSDKInstrumentor:
                 skills_allowlist=(
                     options.skills if isinstance(getattr(options, "skills", None), list) else None
                 ),
-                plugin_dirs=plugins,
+                plugin_dirs=skill_dirs,
                 skill_cache=self._skill_cache,
             )
         return None
