@@ -310,7 +310,9 @@ def tool(name: str, call: str, arguments: Any, result: str, status: str = "UNSET
     }
 
 
-def activation(workspace: Path, trigger: str, children: list[Any]) -> dict[str, Any]:
+def activation(
+    workspace: Path, trigger: str, children: list[Any], call: str = call_id(0, 0)
+) -> dict[str, Any]:
     folder = workspace / "skills" / SKILL
     return {
         "name": f"activate_skill {SKILL}",
@@ -319,6 +321,7 @@ def activation(workspace: Path, trigger: str, children: list[Any]) -> dict[str, 
             sc.GEN_AI_OPERATION_NAME: sc.OP_ACTIVATE_SKILL,
             sc.SKILLSIGHT_SPAN_KIND: sc.SPAN_KIND_SKILL_ACTIVATION,
             sc.SKILLSIGHT_ACTIVATION_TRIGGER: trigger,
+            sc.SKILLSIGHT_ACTIVATION_CALL_ID: call,
             sc.OPENINFERENCE_SPAN_KIND: "AGENT",
             sc.GEN_AI_SKILL_NAME: SKILL,
             sc.GEN_AI_SKILL_DESCRIPTION: DESCRIPTION,
@@ -1013,3 +1016,42 @@ def test_the_collector_rebuilds_the_same_activation_from_the_exported_spans(
             False,
         )
     ]
+
+
+def test_runs_of_one_conversation_are_traces_of_their_own(
+    workspace: Path, processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    turns: list[Turn] = [
+        [ToolCall("load_skill", {"name": SKILL})],
+        [Text("Loaded.")],
+        [Text("Second turn.")],
+    ]
+
+    async def conversation(base_url: str) -> list[str]:
+        async with AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
+            agent = make_agent("responses", client, workspace)
+            with sdk_trace("chat thread", group_id=CONVERSATION):
+                first = await Runner.run(agent, PROMPT)
+                second = await Runner.run(
+                    agent, [*first.to_input_list(), {"role": "user", "content": "And now?"}]
+                )
+            return [str(first.final_output), str(second.final_output)]
+
+    with ScriptedOpenAI(turns) as base_url:
+        answers = asyncio.run(conversation(base_url))
+
+    assert answers == ["Loaded.", "Second turn."]
+    spans = exporter.get_finished_spans()
+    roots = tree(spans)
+    assert [
+        (r["name"], r["attributes"][sc.GEN_AI_CONVERSATION_ID], [c["name"] for c in r["children"]])
+        for r in roots
+    ] == [
+        (
+            "invoke_agent analyst",
+            CONVERSATION,
+            [f"chat {MODEL}", f"activate_skill {SKILL}", f"chat {MODEL}"],
+        ),
+        ("invoke_agent analyst", CONVERSATION, [f"chat {MODEL}"]),
+    ]
+    assert len({s.context.trace_id for s in spans}) == 2

@@ -330,7 +330,9 @@ class TraceMapper:
         if agent is not None and arguments is not None:
             skill = self._activated_skill(agent, name, arguments)
             if skill is not None:
-                self._start_activation(agent, skill[0], skill[1], start)
+                self._start_activation(
+                    agent, skill[0], skill[1], start, call.call_id if call else None
+                )
         span = self._emitter.start_tool(
             name,
             call_id=call.call_id or None if call is not None else None,
@@ -354,7 +356,7 @@ class TraceMapper:
             name = str(getattr(data, "name", "") or "tool")
             skill = self._activated_skill(node.agent, name, arguments)
             if skill is not None:
-                self._start_activation(node.agent, skill[0], skill[1], node.start_ns)
+                self._start_activation(node.agent, skill[0], skill[1], node.start_ns, None)
 
     @staticmethod
     def _take_call(agent: _Agent, name: str) -> Call | None:
@@ -415,11 +417,21 @@ class TraceMapper:
         return any(parent == root for root in self._settings.skills_dirs)
 
     def _start_activation(
-        self, agent: _Agent, skill: SkillInfo, trigger: str, start: int | None
+        self,
+        agent: _Agent,
+        skill: SkillInfo,
+        trigger: str,
+        start: int | None,
+        call_id: str | None,
     ) -> None:
         self._end_activation(agent, start)
         span = self._emitter.start_activation(
-            skill, trigger=trigger, input=agent.prompt, parent=agent.context, start_time=start
+            skill,
+            trigger=trigger,
+            input=agent.prompt,
+            call_id=call_id or None,
+            parent=agent.context,
+            start_time=start,
         )
         agent.activation = _Activation(span, trace.set_span_in_context(span), skill)
 
