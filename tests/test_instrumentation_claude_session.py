@@ -352,3 +352,31 @@ def test_messages_read_late_give_the_same_tree(project: DemoProject) -> None:
     on_time, late = trees
     assert late == on_time
     assert [name for name, _, _ in on_time[0][2]].count("chat claude-sonnet-4-5") == 4
+
+
+def test_user_skills_are_found_under_the_clis_config_dir(
+    exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """A skill installed for the user (``$CLAUDE_CONFIG_DIR/skills``), not in the project."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
+
+    elsewhere = create_demo_project(tmp_path / "elsewhere")
+    config_dir = tmp_path / "claude-config"
+    (config_dir / "skills").mkdir(parents=True)
+    user_skill = elsewhere.skill_dir.rename(config_dir / "skills" / "csv-summary")
+    empty_project = tmp_path / "project"
+    empty_project.mkdir()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = ClaudeAgentSDKInstrumentor()
+    instrumentor._tracer_provider = provider
+    options = ClaudeAgentOptions(cwd=str(empty_project), env={"CLAUDE_CONFIG_DIR": str(config_dir)})
+    session = instrumentor._new_session(options)
+    assert session is not None
+    session.handle_hook(pre("Skill", "c1", {"skill": "csv-summary"}))
+    session.end()
+
+    (activation,) = [s for s in exporter.get_finished_spans() if s.name.startswith("activate")]
+    assert (activation.attributes or {})[sc.GEN_AI_SKILL_SOURCE_URI] == user_skill.as_uri()
