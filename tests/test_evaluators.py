@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from skillsight import semconv
+from skillsight.collector import otlp
 from skillsight.collector.activations import (
     Activation,
     SkillContract,
@@ -22,7 +23,10 @@ from skillsight.collector.activations import (
     ToolCall,
     VisibleSkill,
 )
-from skillsight.collector.store import Store
+from skillsight.collector.rebuild import rebuild_session
+from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from skillsight.collector.store import EmbeddedStore, Store
+from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import EvaluatorError, StoreError
 from skillsight.evaluators import (
     DETERMINISTIC,
@@ -703,16 +707,20 @@ def _scenario_cases() -> list[tuple[str, str]]:
 
 
 def _rebuilt(tmp_path: Path, scenario: str, source: str, catalogue: dict[str, Any]) -> Any:
-    from skillsight.collector.rebuild import rebuild_session
-    from skillsight.collector.store import EmbeddedStore
-    from tests.test_activations import insert
-
     store = EmbeddedStore(tmp_path / "store")
     store.migrate()
     try:
         for path in sorted((SCENARIOS / scenario / source).iterdir()):
-            if path.name.startswith(("traces", "logs")):
-                insert(store, path)
+            if not path.name.startswith(("traces", "logs")):
+                continue
+            signal = otlp.TRACES if path.name.startswith("traces") else otlp.LOGS
+            encoding = otlp.JSON if path.suffix == ".json" else otlp.PROTOBUF
+            decoded = otlp.decode(signal, path.read_bytes(), encoding, "default", otlp.Limits())
+            assert decoded.rejected == 0, decoded.message()
+            if signal == otlp.TRACES:
+                store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+            else:
+                store.insert_events(decoded.columns.to_arrow(EVENT_SCHEMA))
         spans = store.list_spans("default", limit=100_000)
         events = store.list_events("default", limit=100_000)
     finally:
@@ -724,8 +732,6 @@ def _rebuilt(tmp_path: Path, scenario: str, source: str, catalogue: dict[str, An
 def test_scenario_captures_get_the_expected_verdicts(
     tmp_path: Path, scenario: str, source: str, embedder: Any
 ) -> None:
-    from skillsight.demo.scenario_library import build_scenario
-
     facts = json.loads((SCENARIOS / scenario / "manifest.json").read_text())
     expected = facts["expected"]
     project = build_scenario(scenario, tmp_path / "project")
