@@ -430,8 +430,13 @@ def test_explicit_activation_span_bounds_exactly(
         # after the span closed: the agent's own work, not the skill's
         record_tool_call("Read", "call-3", {"file_path": "notes.txt"}, "n", tracer_provider=tp)
         record_llm_call("m1", 300, 30, output=said("Total is 133."), tracer_provider=tp)
-        session.set_result("Total is 133.")
+        session.set_result("Total is 133.", cost_usd=0.05)
     rebuilt = exported(embedded_store, exporter)
+    # tokens per LLM call, the cost only as the run's total: both reach final_metrics
+    final = rebuilt.trajectory.final_metrics
+    assert final is not None
+    assert (final.total_prompt_tokens, final.total_completion_tokens) == (600, 60)
+    assert final.total_cost_usd == 0.05
     [activation] = rebuilt.activations
     # the Skill call inside the span loaded the skill: it is the trigger, the span the bounds
     assert observed_view(activation) == {

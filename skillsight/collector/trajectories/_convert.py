@@ -33,12 +33,7 @@ def to_atif(draft: AgentDraft) -> atif.Trajectory:
 def document(draft: AgentDraft) -> dict[str, Any]:
     subagents: list[dict[str, Any]] = []
     steps = [_step(index + 1, step, subagents) for index, step in enumerate(draft.steps)]
-    totals = Usage()
-    for step in draft.steps:
-        if step.usage is not None:
-            totals.add(step.usage)
-    if totals.empty and "total_usage" in draft.extra:
-        totals = draft.extra["total_usage"]
+    totals = _totals(draft)
     final_extra: dict[str, Any] = {}
     if draft.side_requests:
         totals.add(draft.side_usage)
@@ -94,6 +89,29 @@ def document(draft: AgentDraft) -> dict[str, Any]:
             "subagent_trajectories": subagents or None,
         }
     )
+
+
+def _totals(draft: AgentDraft) -> Usage:
+    """The steps' usage; what the source reports only as a run total (an agent span's cost,
+    OpenInference's token counts) fills what no step carries."""
+    totals = Usage()
+    for step in draft.steps:
+        if step.usage is not None:
+            totals.add(step.usage)
+    reported: Usage | None = draft.extra.get("total_usage")
+    if reported is None:
+        return totals
+    if not (totals.prompt or totals.completion or totals.cache_read or totals.cache_creation):
+        totals = Usage(
+            reported.prompt,
+            reported.completion,
+            reported.cache_read,
+            reported.cache_creation,
+            totals.cost_usd,
+        )
+    if totals.cost_usd is None:
+        totals.cost_usd = reported.cost_usd
+    return totals
 
 
 def _step(step_id: int, step: StepDraft, subagents: list[dict[str, Any]]) -> dict[str, Any]:

@@ -192,7 +192,9 @@ def _read_root(
                 draft.steps[-1].extra["closed"] = True
             continue
         if message.role == "user":
-            draft.steps.append(StepDraft(source="user", message=text))
+            # tool results come back as user messages without text: not a new request
+            if text:
+                draft.steps.append(StepDraft(source="user", message=text))
             continue
         if text:
             draft.steps.append(StepDraft(source="agent", message=text, model=root.model))
