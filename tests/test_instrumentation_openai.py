@@ -1055,3 +1055,70 @@ def test_runs_of_one_conversation_are_traces_of_their_own(
         ("invoke_agent analyst", CONVERSATION, [f"chat {MODEL}"]),
     ]
     assert len({s.context.trace_id for s in spans}) == 2
+
+
+def test_cat_of_a_skill_md_in_a_shell_command_is_an_activation(
+    workspace: Path, processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    @function_tool
+    def exec_command(cmd: str) -> str:
+        """Run a shell command in the workspace."""
+        done = subprocess.run(
+            cmd, shell=True, cwd=workspace, capture_output=True, text=True, timeout=60
+        )
+        return done.stdout
+
+    read = f"cat skills/{SKILL}/SKILL.md"
+    run = f"{sys.executable} skills/{SKILL}/scripts/summarize.py data/sales.csv"
+    turns: list[Turn] = [
+        [ToolCall("exec_command", {"cmd": read})],
+        [ToolCall("exec_command", {"cmd": run})],
+        answer_with_tool_output,
+    ]
+
+    def build(client: AsyncOpenAI) -> Any:
+        return Agent(
+            name="analyst",
+            instructions="Use the shell.",
+            tools=[exec_command],
+            model=OpenAIResponsesModel(MODEL, client),
+        )
+
+    with ScriptedOpenAI(turns) as base_url:
+        answer = run_agent(base_url, build)
+
+    assert answer == FINAL
+    (agent,) = tree(exporter.get_finished_spans())
+    expected = activation(
+        workspace,
+        sc.TRIGGER_READ_SKILL_MD,
+        [
+            tool("exec_command", call_id(0, 0), {"cmd": read}, SKILL_MD),
+            tool("exec_command", call_id(1, 0), {"cmd": run}, SCRIPT_OUTPUT),
+        ],
+    )
+    assert [c for c in agent["children"] if c["name"].startswith("activate_skill")] == [expected]
+
+
+def test_shutdown_ends_what_a_cut_short_trace_left_open(
+    processor: SkillsightTracingProcessor, exporter: InMemorySpanExporter
+) -> None:
+    run = sdk_trace("cut short")
+    run.start(mark_as_current=True)
+    agent = agents.tracing.agent_span("analyst")
+    agent.start(mark_as_current=True)
+    call = agents.tracing.function_span("load_skill", input=json.dumps({"name": SKILL}))
+    call.start(mark_as_current=True)
+    assert exporter.get_finished_spans() == ()
+
+    processor.shutdown()
+    call.finish(reset_current=True)  # after shutdown: ignored
+    agent.finish(reset_current=True)
+    run.finish(reset_current=True)
+
+    assert [c["name"] for c in tree(exporter.get_finished_spans())[0]["children"]] == [
+        f"activate_skill {SKILL}"
+    ]
+    assert tree(exporter.get_finished_spans())[0]["children"][0]["children"][0]["name"] == (
+        "execute_tool load_skill"
+    )
