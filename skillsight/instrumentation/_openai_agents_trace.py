@@ -311,7 +311,8 @@ class TraceMapper:
         if prompt and agent.prompt is None:
             agent.prompt = prompt
             self._emitter.set_content(agent.span, sc.GEN_AI_INPUT_MESSAGES, prompt)
-        agent.calls += out.calls
+        # The SDK runs the calls of one answer before asking the model again: older ones are stale.
+        agent.calls = list(out.calls)
         if out.known and not out.asks_for_tools and error is None:
             agent.final_output = out.text
             agent.final_ns = end
