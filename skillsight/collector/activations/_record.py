@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from skillsight.collector.activations._timeline import (
@@ -24,6 +24,7 @@ from skillsight.collector.activations.model import (
     activation_id,
 )
 from skillsight.collector.trajectories import atif
+from skillsight.collector.trajectories._convert import iso
 
 
 @dataclass
@@ -56,19 +57,19 @@ def _end_of(item: Item) -> str:
     return str(extra.get("ended_at") or item.step.timestamp or item.time or "")
 
 
-def _parse(text: str) -> datetime | None:
+def _ns(text: str) -> int | None:
+    """Nanoseconds of a trajectory timestamp, exactly (no float rounding)."""
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    whole = int(moment.replace(microsecond=0).timestamp())
+    return whole * 1_000_000_000 + moment.microsecond * 1000
 
 
 def _plus_ms(start: str, ms: float) -> str:
-
-    moment = _parse(start)
-    if moment is None:
-        return start
-    return (moment + timedelta(milliseconds=ms)).isoformat().replace("+00:00", "Z")
+    began = _ns(start)
+    return start if began is None else iso(began + round(ms * 1_000_000))
 
 
 def request_before(context: Context, before: atif.Step) -> tuple[str, bool]:
@@ -185,8 +186,6 @@ def build_activation(
     last_step = max([trigger_step, *internal_steps, integration.step.step_id if integration else 0])
     tokens, cost = _tokens(context, trigger_step, last_step)
     if span is not None:
-        from skillsight.collector.trajectories._convert import iso
-
         started_at = iso(int(span.get("start_ns", 0)))
         ended_at = iso(int(span.get("end_ns", 0)))
         cost = cost or float(span.get("cost_usd") or 0.0)
@@ -203,8 +202,8 @@ def build_activation(
         if integration is not None:
             ends.append(_end_of(integration))
         ended_at = max([e for e in ends if e] or [started_at])
-    begin, end = _parse(started_at), _parse(ended_at)
-    duration = (end - begin).total_seconds() * 1000 if begin and end and end > begin else 0.0
+    begin, end = _ns(started_at), _ns(ended_at)
+    duration = (end - begin) / 1e6 if begin is not None and end is not None and end > begin else 0.0
     request, logged = request_before(context, start.item.step)
     load_result = loader.result if loader is not None else None
     skill_output = None

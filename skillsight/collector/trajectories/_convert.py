@@ -7,6 +7,7 @@ thousands of step objects one by one, and every ATIF rule is still checked.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,12 +15,15 @@ from skillsight.collector.trajectories import atif
 from skillsight.collector.trajectories._draft import AgentDraft, CallDraft, StepDraft, Usage
 
 
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def iso(ns: int) -> str:
     """ISO 8601 in UTC with microseconds, the one timestamp format of trajectories."""
-    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC).replace(
-        microsecond=(ns % 1_000_000_000) // 1000
-    )
-    return moment.isoformat().replace("+00:00", "Z")
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
 
 
 def _clean(data: dict[str, Any]) -> dict[str, Any]:
