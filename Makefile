@@ -29,11 +29,13 @@ test: $(STAMP)
 ## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS) and the
 ## instrumentation overhead (latency per session and tool call, memory, ratios to uninstrumented)
 ## and the rebuild (1,000-step session rebuild time, activations rebuilt per CPU-second)
+## and the LLM judges (throughput against the scripted server, overhead per judged activation)
 bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
 	$(VENV)/bin/skillsight bench overhead
 	$(VENV)/bin/skillsight bench rebuild
 	$(VENV)/bin/skillsight bench eval
+	$(VENV)/bin/skillsight bench judges
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

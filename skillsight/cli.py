@@ -32,6 +32,7 @@ from skillsight._activation_cli import (
     print_activation,
     print_activations,
 )
+from skillsight._judges_cli import bench_judges, judges_app
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import SkillsightError
 
@@ -58,6 +59,8 @@ trajectories_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(trajectories_app, name="trajectories")
+app.add_typer(judges_app, name="judges")
+bench_app.command("judges")(bench_judges)
 console = Console()
 err = Console(stderr=True)
 

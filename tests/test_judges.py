@@ -9,8 +9,11 @@ shape no capture has (a long trajectory, an injected tool result).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,9 +21,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from skillsight.cli import app
 from skillsight.collector.activations import Activation, SkillContract, ToolCall, VisibleSkill
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.store import EmbeddedStore, Store
+from skillsight.collector.trajectories import atif
+from skillsight.config import Settings
 from skillsight.demo.scripted_openai import (
     HttpError,
     Json,
@@ -32,6 +38,7 @@ from skillsight.demo.scripted_openai import (
     Usage,
 )
 from skillsight.demo.scripted_openai import ToolCall as ScriptedToolCall
+from skillsight.errors import ConfigError, EvaluatorError
 from skillsight.evaluators import Evaluation, Evidence, Finding
 from skillsight.evaluators.judges import (
     NOT_EVALUATED,
@@ -46,7 +53,11 @@ from skillsight.evaluators.judges import (
     SpendCap,
     Verdict,
     VerdictCache,
+    cohen_kappa,
+    judge_registry,
+    load_labelled,
     load_rubric,
+    release_connections,
     render_inputs,
 )
 from tests.test_activations import SCENARIOS, load
@@ -102,6 +113,14 @@ def dispatch_verdict(satisfied: bool = True, steps: tuple[int, ...] = (2,)) -> R
 
 def messages(request: RecordedRequest) -> dict[str, str]:
     return {m["role"]: m["content"] for m in request.body["messages"]}
+
+
+@pytest.fixture(autouse=True)
+def _closed_connections() -> Iterator[None]:
+    """litellm pools connections to each scripted server; close them before the server's port
+    is reused or the sockets are garbage-collected unclosed."""
+    yield
+    release_connections()
 
 
 @pytest.fixture(scope="module")
@@ -688,3 +707,209 @@ def test_long_trajectories_keep_the_ends_errors_and_script_runs_within_the_budge
     assert f"(steps {', '.join(map(str, rendered.elided_steps))} not shown" in rendered.text
     # Each result is cut to its cap with a marker of what was cut.
     assert "[… 1000 characters cut …]" in rendered.text
+
+
+# --- calibration --------------------------------------------------------------------------------
+
+
+def _calibration_answer(body: dict[str, Any]) -> Any:
+    user = messages_of(body)["user"]
+    if "judge-broken" in user:
+        return Reply([Text("I think it passes.")], usage=USAGE)
+    satisfied = "judge-no" not in user
+    if body["response_format"]["json_schema"]["name"] == "dispatch":
+        return dispatch_verdict(satisfied)
+    return verdict(
+        check("read", satisfied, [4]), check("propagated", True, [4]), check("used", True, [4])
+    )
+
+
+def messages_of(body: dict[str, Any]) -> dict[str, str]:
+    return {m["role"]: m["content"] for m in body["messages"]}
+
+
+def test_calibrate_reports_accuracy_kappa_and_confusion_per_rubric(
+    one_skill: Rebuilt, activation: Activation, tmp_path: Path
+) -> None:
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "one_skill.atif.json").write_text(atif.dumps(one_skill.trajectory))
+
+    def with_request(marker: str) -> dict[str, Any]:
+        changed = activation.model_copy(
+            update={"request": f"{activation.request} ({marker})", "activation_id": marker}
+        )
+        return changed.model_dump(mode="json")
+
+    # (activation, human label); the judge says no where the request carries "judge-no".
+    dispatch = [
+        ("runs/one_skill.atif.json", "pass"),  # judge: pass
+        (with_request("b"), True),  # judge: pass
+        (with_request("c judge-no"), "pass"),  # judge: fail
+        (with_request("d"), "fail"),  # judge: pass
+        (with_request("e judge-no"), False),  # judge: fail
+        (with_request("f judge-no"), "no"),  # judge: fail
+    ]
+    lines = [{"activation": a, "rubric": "dispatch", "label": label} for a, label in dispatch]
+    lines.insert(2, {"activation": with_request("g"), "rubric": "integration", "label": "pass"})
+    lines.append(
+        {"activation": with_request("h judge-broken"), "rubric": "integration", "label": "fail"}
+    )
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    server = ScriptedOpenAI(_calibration_answer)
+    with server as url:
+        result = runner.invoke(
+            app,
+            ["judges", "calibrate", str(labelled), "--model", MODEL, "--api-base", url, "--json"],
+            env={"OPENAI_API_KEY": "test-key", "SKILLSIGHT_JUDGE_MODEL": ""},
+        )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    # By hand, dispatch: agreements 4 of 6 -> p_o = 2/3; each rater said pass 3 times of 6 ->
+    # p_e = 0.5 * 0.5 + 0.5 * 0.5 = 0.5; kappa = (2/3 - 1/2) / (1 - 1/2) = 1/3.
+    assert report["rubrics"] == [
+        {
+            "rubric": "dispatch",
+            "scored": 6,
+            "unscored": 0,
+            "accuracy": pytest.approx(4 / 6),
+            "kappa": pytest.approx(1 / 3),
+            "confusion": {"pass": {"pass": 2, "fail": 1}, "fail": {"pass": 1, "fail": 2}},
+        },
+        {
+            # One pair, both pass: chance agreement is 1, so kappa is undefined; the broken
+            # judgement is unscored, not counted as either label.
+            "rubric": "integration",
+            "scored": 1,
+            "unscored": 1,
+            "accuracy": 1.0,
+            "kappa": None,
+            "confusion": {"pass": {"pass": 1, "fail": 0}, "fail": {"pass": 0, "fail": 0}},
+        },
+    ]
+    (broken,) = report["errors"]
+    assert (broken["activation_id"], broken["rubric"]) == ("h judge-broken", "integration")
+    assert broken["error"].startswith("no valid verdict after 3 attempts")
+    # The ATIF line was judged with its trajectory: the decision step shows what the agent said.
+    said = [
+        r
+        for r in server.model_requests
+        if "I'll use the csv-summary skill for this." in messages_of(r.body)["user"]
+    ]
+    assert len(said) == 1
+    assert (
+        f"{activation.request}\n" in messages_of(said[0].body)["user"]
+    )  # no marker: the ATIF line
+
+
+def test_cohen_kappa_by_hand() -> None:
+    # 10 pairs: both pass 4, both fail 3, human pass / judge fail 2, human fail / judge pass 1.
+    pairs = [("pass", "pass")] * 4 + [("fail", "fail")] * 3
+    pairs += [("pass", "fail")] * 2 + [("fail", "pass")]
+    # p_o = 0.7; human pass 6/10, judge pass 5/10 -> p_e = 0.6*0.5 + 0.4*0.5 = 0.5; kappa = 0.4
+    assert cohen_kappa(pairs) == pytest.approx(0.4)
+    assert cohen_kappa([("pass", "pass")] * 3) is None
+    assert cohen_kappa([]) is None
+
+
+def test_a_bad_labelled_file_is_one_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"activation": "missing.json", "rubric": "dispatch", "label": "maybe"}\n')
+    with pytest.raises(EvaluatorError, match=r"bad.jsonl:1: label 'maybe' is not pass/fail"):
+        load_labelled(bad)
+    bad.write_text('{"activation": "missing.json", "rubric": "dispatch", "label": "pass"}\n')
+    with pytest.raises(EvaluatorError, match=r"bad.jsonl:1: .*missing.json: No such file"):
+        load_labelled(bad)
+    result = runner.invoke(
+        app, ["judges", "calibrate", str(bad), "--model", MODEL], env={"OPENAI_API_KEY": "x"}
+    )
+    assert result.exit_code == 2
+    assert "missing.json: No such file" in result.output
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(
+        json.dumps(
+            {
+                "activation": hand_built([]).model_dump(mode="json"),
+                "rubric": "vibes",
+                "label": "pass",
+            }
+        )
+    )
+    result = runner.invoke(
+        app, ["judges", "calibrate", str(unknown), "--model", MODEL], env={"OPENAI_API_KEY": "x"}
+    )
+    assert result.exit_code == 2
+    assert "no rubric named 'vibes'" in result.output
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+
+def test_with_no_judge_configured_there_are_no_judges_and_a_reason() -> None:
+    setup = judge_registry(Settings.load(env={}))
+    assert (setup.enabled, setup.registry) == (False, None)
+    assert setup.reason == "no judge model configured (set SKILLSIGHT_JUDGE_MODEL)"
+
+
+def test_judge_settings_come_from_the_environment() -> None:
+    env = {
+        "SKILLSIGHT_JUDGE_MODEL": "openai/gpt-4o-mini",
+        "SKILLSIGHT_JUDGE_API_BASE": "http://127.0.0.1:9/v1",
+        "SKILLSIGHT_JUDGE_SAMPLE_RATE": "0.25",
+        "SKILLSIGHT_JUDGE_DAILY_SPEND_USD": "2.5",
+        "SKILLSIGHT_JUDGE_CONCURRENCY": "3",
+        "SKILLSIGHT_JUDGE_STRUCTURED_OUTPUT": "tool",
+    }
+    setup = judge_registry(Settings.load(env=env))
+    assert setup.registry is not None and setup.spend_cap is not None
+    assert setup.registry.names == list(RUBRIC_NAMES)
+    assert (setup.sample_rate, setup.spend_cap.limit_usd) == (0.25, 2.5)
+    dispatch = setup.registry.get("dispatch")
+    assert isinstance(dispatch, JudgeEvaluator)
+    assert (dispatch.client.settings.concurrency, dispatch.client.mode) == (3, "tool")
+    assert setup.reason == (
+        "LLM judges dispatch, internal_trajectory, integration, behavior_check, following, "
+        "reflection with openai/gpt-4o-mini at http://127.0.0.1:9/v1 on 25% of activations, "
+        "spend cap $2.5/day"
+    )
+    for bad, message in (
+        ({"SKILLSIGHT_JUDGE_SAMPLE_RATE": "1.5"}, "judge_sample_rate must be in"),
+        ({"SKILLSIGHT_JUDGE_STRUCTURED_OUTPUT": "xml"}, "expected auto, json_schema or tool"),
+        ({"SKILLSIGHT_JUDGE_CONCURRENCY": "0"}, "judge_concurrency must be positive"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            Settings.load(env={**env, **bad})
+
+
+def test_every_shipped_rubric_loads_with_its_version_and_policy() -> None:
+    rubrics = {name: load_rubric(name) for name in RUBRIC_NAMES}
+    assert {
+        n: (r.version, r.checks_from, [c.id for c in r.checks]) for n, r in rubrics.items()
+    } == {
+        "dispatch": ("1", "rubric", ["right_skill"]),
+        "internal_trajectory": ("1", "rubric", ["in_scope", "followed_procedure", "allowed_tools"]),
+        "integration": ("1", "rubric", ["read", "propagated", "used"]),
+        "behavior_check": ("1", "expected_behavior", []),
+        "following": ("1", "key_steps", []),
+        "reflection": ("1", "reflection_checks", []),
+    }
+    with pytest.raises(EvaluatorError, match="no rubric named 'vibes'"):
+        load_rubric("vibes")
+
+
+# --- a real provider ----------------------------------------------------------------------------
+
+_LIVE_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SKILLSIGHT_JUDGE_MODEL") or not any(os.environ.get(k) for k in _LIVE_KEYS),
+    reason="a live judge needs SKILLSIGHT_JUDGE_MODEL and a provider key",
+)
+def test_a_live_judge_scores_a_recorded_activation(activation: Activation) -> None:
+    setup = judge_registry(Settings.load())
+    assert setup.registry is not None, setup.reason
+    judged = setup.registry.get("dispatch").evaluate(activation)
+    assert judged.error == "", judged.error
+    assert judged.score is not None and judged.tokens > 0
+    assert judged.judge_model == os.environ["SKILLSIGHT_JUDGE_MODEL"]

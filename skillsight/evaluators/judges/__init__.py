@@ -17,8 +17,14 @@ from skillsight.evaluators.judges._calibrate import (
     cohen_kappa,
     load_labelled,
 )
-from skillsight.evaluators.judges._client import JudgeCallError, JudgeClient, JudgeReply
+from skillsight.evaluators.judges._client import (
+    JudgeCallError,
+    JudgeClient,
+    JudgeReply,
+    release_connections,
+)
 from skillsight.evaluators.judges._context import JudgeContext, SkillRubric, judge_context
+from skillsight.evaluators.judges._credit import Credit, credit
 from skillsight.evaluators.judges._judge import NOT_EVALUATED, SPEND_CAP_REACHED, JudgeEvaluator
 from skillsight.evaluators.judges._render import Limits, RenderedInputs, render_inputs
 from skillsight.evaluators.judges._rubric import (
@@ -46,6 +52,7 @@ __all__ = [
     "CalibrationItem",
     "Check",
     "CheckVerdict",
+    "Credit",
     "DispatchVerdict",
     "JudgeCallError",
     "JudgeClient",
@@ -65,12 +72,14 @@ __all__ = [
     "build_judges",
     "calibrate",
     "cohen_kappa",
+    "credit",
     "inputs_hash",
     "judge_context",
     "judge_registry",
     "judge_settings",
     "load_labelled",
     "load_rubric",
+    "release_connections",
     "render_inputs",
     "system_prompt",
 ]

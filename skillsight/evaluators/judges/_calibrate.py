@@ -113,6 +113,7 @@ def _item(
 ) -> CalibrationItem:
     if "rubric" not in data or "label" not in data:
         raise EvaluatorError(f"{where}: needs 'rubric' and 'label'")
+    label = _label(data["label"], where)
     trajectory: atif.Trajectory | None = None
     source = data.get("activation")
     try:
@@ -138,9 +139,7 @@ def _item(
         skill_rubric=rubric if rubric.key_steps or rubric.reflection_checks else None,
         trajectory=trajectory,
     )
-    return CalibrationItem(
-        number, str(data["rubric"]), _label(data["label"], where), activation, context
-    )
+    return CalibrationItem(number, str(data["rubric"]), label, activation, context)
 
 
 def _read(path: Path, where: str) -> str:

@@ -13,6 +13,7 @@ carrying the tokens and cost already spent, never a made-up verdict.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import threading
@@ -45,6 +46,20 @@ def litellm_module() -> ModuleType:
             litellm.suppress_debug_info = True
             _litellm = litellm
         return _litellm
+
+
+def release_connections() -> None:
+    """Close the HTTP clients litellm keeps between calls, with their pooled keep-alive
+    connections (litellm opens new ones on the next call). For shutdown and tests: a call in
+    flight on another thread would lose its connection."""
+    if _litellm is None:
+        return
+    cache = _litellm.in_memory_llm_clients_cache
+    for client in list(cache.cache_dict.values()):
+        close = getattr(client, "close", None)
+        if callable(close) and not inspect.iscoroutinefunction(close):
+            close()
+    cache.flush_cache()
 
 
 class JudgeCallError(EvaluatorError):
@@ -96,6 +111,8 @@ class JudgeClient:
             "json_schema" if settings.structured_output == "auto" else settings.structured_output
         )
         self._may_fall_back = settings.structured_output == "auto"
+        self._connected = threading.Event()
+        self._connecting = threading.Lock()
 
     @property
     def mode(self) -> StructuredOutput:
@@ -116,7 +133,7 @@ class JudgeClient:
             mode = self._mode
             retry_after: float | None = None
             try:
-                response = litellm.completion(**self._request(messages, schema, name, mode))
+                response = self._call(litellm, self._request(messages, schema, name, mode))
             except litellm.BadRequestError as exc:
                 if self._may_fall_back and mode == "json_schema":
                     # The provider has no JSON-schema output: ask through a tool call instead,
@@ -170,6 +187,17 @@ class JudgeClient:
             tokens=prompt_tokens + completion_tokens,
             cost_usd=round(cost, 8),
         )
+
+    def _call(self, litellm: ModuleType, request: dict[str, Any]) -> Any:
+        if self._connected.is_set():
+            return litellm.completion(**request)
+        # litellm caches one HTTP client per endpoint; concurrent first calls would each build
+        # one and all but the cached one would leak their connections. The first call goes alone.
+        with self._connecting:
+            try:
+                return litellm.completion(**request)
+            finally:
+                self._connected.set()
 
     def _failed(self, message: str, attempt: int) -> JudgeCallError:
         return JudgeCallError(message[:2000], attempts=attempt)
