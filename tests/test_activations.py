@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from skillsight.bench.sessions import synthetic_session
 from skillsight.collector import otlp
-from skillsight.collector.activations import Activation, SkillContract
+from skillsight.collector.activations import Activation, SkillContract, VisibleSkill
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from skillsight.collector.store import EmbeddedStore
@@ -650,6 +650,10 @@ def test_skillsight_instrumentor_gives_the_expected_activations(tmp_path: Path) 
         ] == [expected_view(e) for e in expected], name
         assert all(a.activation_span_id for a in rebuilt.activations)
         assert all(a.source_convention == "gen_ai" for a in rebuilt.activations)
+        visible = result.scenario.expected.visible_skills
+        assert all(
+            sorted(s.name for s in a.visible_skills) == sorted(visible) for a in rebuilt.activations
+        ), name
 
 
 def test_activation_span_names_its_starting_call(
@@ -769,3 +773,26 @@ def test_an_activation_span_with_nothing_beneath_it(
     )
     assert activation.integration_message == "Nothing to do."
     assert activation.trigger_call_id == activation.activation_span_id
+
+
+def test_visible_skills_from_the_catalogue_message(
+    embedded_store: EmbeddedStore, recorder: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    """No skillsight.skills.available: Claude Code's catalogue message, as the model received
+    it, says which skills the agent could see."""
+    tp, exporter = recorder
+    catalogue = (
+        "The following skills are available for use with the Skill tool:\n\n"
+        "- pdf: Make PDF reports\n- csv-summary: Summarise a CSV file"
+    )
+    prompt = [{"role": "system", "content": catalogue}, {"role": "user", "content": "sum it"}]
+    with agent_session("agent", conversation_id="conv-7", input="sum it", tracer_provider=tp):
+        record_llm_call("m", 1, 1, input=prompt, output=said(""), tracer_provider=tp)
+        record_tool_call("Skill", "s1", {"skill": "csv-summary"}, "ok", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("133."), tracer_provider=tp)
+    [activation] = exported(embedded_store, exporter).activations
+    assert activation.visible_skills == [
+        VisibleSkill(name="pdf", description="Make PDF reports"),
+        VisibleSkill(name="csv-summary", description="Summarise a CSV file"),
+    ]
+    assert (activation.request, activation.integration_message) == ("sum it", "133.")

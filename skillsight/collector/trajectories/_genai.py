@@ -14,7 +14,7 @@ from typing import Any
 from skillsight import semconv as sc
 from skillsight.collector.trajectories._draft import AgentDraft, CallDraft, StepDraft, Usage
 from skillsight.collector.trajectories._rows import Span, json_object, json_value
-from skillsight.collector.trajectories._transcript import attach_call
+from skillsight.collector.trajectories._transcript import attach_call, visible_skills
 
 SOURCE = "gen_ai"
 
@@ -209,6 +209,10 @@ class _Reader:
             total.add(usage)
 
     def _chat(self, draft: AgentDraft, span: Span) -> None:
+        if not draft.visible_skills:
+            # Claude Code lists the skills in a system message the model receives
+            shown = visible_skills(message_text(span.attr(sc.GEN_AI_INPUT_MESSAGES), "system"))
+            draft.visible_skills += shown
         text = message_text(span.attr(sc.GEN_AI_OUTPUT_MESSAGES), "assistant")
         step = StepDraft(
             source="agent",
