@@ -342,3 +342,35 @@ def test_a_session_with_nothing_to_show_is_still_a_valid_document() -> None:
         },
         "extra": {"source_convention": "", "trace_ids": []},
     }
+
+
+def test_skill_named_without_tool_details(embedded_store: EmbeddedStore) -> None:
+    """Without OTEL_LOG_TOOL_DETAILS Claude Code drops skill names and tool inputs, and says
+    `custom_skill` in skill_activated; the API requests made while the skill is active still
+    carry its real name, which names the activation."""
+    load(embedded_store, SCENARIOS / "one_skill" / "claude_code")
+    spans, events = stored_rows(embedded_store)
+    for row in spans:
+        for key in ("skill_name", "full_command"):
+            row["attributes"].pop(key, None)
+        if row["tool_name"] in ("Skill", "Bash"):
+            row["skill_name"], row["input"] = "", ""
+    for row in events:
+        for key in ("tool_parameters", "tool_input"):
+            row["attributes"].pop(key, None)
+        if row["event_name"] == "claude_code.skill_activated":
+            row["skill_name"] = row["attributes"]["skill.name"] = "custom_skill"
+    rebuilt = rebuild_session(spans, events)
+    expected = manifest("one_skill")["expected"]["activations"][0]
+    [activation] = rebuilt.activations
+    assert (activation.skill_name, activation.trigger, activation.trigger_call_id) == (
+        "csv-summary",
+        "skill_tool",
+        expected["start"]["tool_use_id"],
+    )
+    assert [(c.tool_call_id, c.arguments) for c in activation.tool_calls] == [
+        (call["tool_use_id"], None) for call in expected["tool_calls"]
+    ]
+    skill_call = (rebuilt.trajectory.steps[1].tool_calls or [])[0]
+    assert skill_call.arguments == {}
+    assert skill_call.extra is not None and skill_call.extra["arguments_logged"] is False

@@ -98,6 +98,7 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
         timeline.append((orphan.start_ns, 1, step))
     timeline.sort(key=lambda item: (item[0], item[1]))
     draft.steps = [step for _, _, step in timeline]
+    _name_unnamed_skills(draft.steps)
     draft.model = next((s.model for s in draft.steps if s.model), "")
     if not events:
         draft.notes.append(
@@ -110,6 +111,35 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
             "are missing); those steps have an empty message and extra.message_logged = false."
         )
     return draft
+
+
+# What skill_activated says for project and user skills without OTEL_LOG_TOOL_DETAILS.
+_UNNAMED = "custom_skill"
+
+
+def _name_unnamed_skills(steps: list[StepDraft]) -> None:
+    """Without OTEL_LOG_TOOL_DETAILS a Skill call carries no skill name, but the LLM calls
+    made while the skill is active do (``api_request`` ``skill.name``): name it from the
+    first of them after the call."""
+    for index, step in enumerate(steps):
+        for call in step.calls:
+            if call.name != "Skill" or call.extra.get("skill"):
+                continue
+            if call.arguments and (call.arguments.get("skill") or call.arguments.get("command")):
+                continue
+            event = call.extra.get("skill_activated") or {}
+            named = event.get("skill_name", "")
+            if not named or named == _UNNAMED:
+                named = next(
+                    (
+                        s.extra["active_skill"]
+                        for s in steps[index + 1 :]
+                        if "active_skill" in s.extra
+                    ),
+                    "",
+                )
+            if named and named != _UNNAMED:
+                call.extra["skill"] = named
 
 
 def _latest_before(calls: list[_LlmCall], time_ns: int) -> _LlmCall | None:
