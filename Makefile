@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(VENV)/bin/skillsight bench overhead
 	$(VENV)/bin/skillsight bench rebuild
 	$(VENV)/bin/skillsight bench eval
+	$(VENV)/bin/skillsight bench eval-latency
 	$(VENV)/bin/skillsight bench judges
 
 lint: $(STAMP)

@@ -819,6 +819,279 @@ def worker(
     )
 
 
+# -- evaluation: backfill, scorecards, the CI gate ------------------------------------------------
+
+eval_app = typer.Typer(help="Score stored activations with the evaluators.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+WindowOpt = Annotated[
+    str,
+    typer.Option("--window", help="Activations started within this span: 24h, 7d, 4w or all."),
+]
+
+
+@contextlib.contextmanager
+def _evaluation_source(
+    api: str | None, key: str | None, data: Path | None, clickhouse: str | None, project: str
+) -> Iterator[Any]:
+    """A running service (--api) or the store itself, for scorecards and the gate."""
+    from skillsight._evaluation_sources import ApiEvaluations, StoreEvaluations
+
+    if api:
+        yield ApiEvaluations(api, key)
+        return
+    from skillsight.collector.store import open_store
+
+    settings = None
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise _fail(_explain_store_error(exc, settings), 2) from exc
+    try:
+        yield StoreEvaluations(store, project)
+    finally:
+        store.close()
+
+
+@eval_app.command("run")
+def eval_run(
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            "--since", help="Activations started at or after (ISO 8601, UTC).", show_default=False
+        ),
+    ] = None,
+    evaluator: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--evaluator",
+            help="Only this evaluator (repeatable; default: all seven).",
+            show_default=False,
+        ),
+    ] = None,
+    skill: Annotated[str, typer.Option("--skill", help="Only this skill.")] = "",
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Score stored activations now (backfill); rows replace earlier ones of the same
+    evaluator version. `skillsight serve` scores new activations by itself.
+
+    Example: skillsight eval run --since 2026-11-01 --evaluator security --data ./skillsight-data
+    """
+    from skillsight.collector.store import open_store
+    from skillsight.evaluators._sched_backfill import backfill
+
+    settings = None
+    try:
+        settings = _settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise _fail(_explain_store_error(exc, settings), 2) from exc
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("scoring activations", total=None)
+            report = backfill(
+                store,
+                project,
+                since=since,
+                skill=skill,
+                evaluators=evaluator or None,
+                on_total=lambda n: progress.update(task, total=n),
+                on_progress=lambda n: progress.advance(task, n),
+            )
+    except SkillsightError as exc:
+        raise _fail(str(exc), 2) from exc
+    finally:
+        store.close()
+    console.print(
+        f"scored {report.activations} activations: {report.evaluations} evaluations "
+        f"({report.scored} scored, {report.failed} failed, {report.errors} evaluator errors) "
+        f"in {report.seconds:.1f} s, project {project!r}",
+        highlight=False,
+    )
+
+
+@skills_app.command("scorecard")
+def skills_scorecard(
+    name: Annotated[str, typer.Argument(help="Skill name.")],
+    window: WindowOpt = "30d",
+    version: Annotated[str, typer.Option("--version", help="Only this skill version.")] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """A skill's scorecard: activations, pass rate and mean score per evaluator, overall and
+    per skill version, with a per-day trend.
+
+    Example: skillsight skills scorecard csv-summary --window 7d --api http://127.0.0.1:8000
+    """
+    from skillsight._evaluation_print import print_scorecard
+
+    try:
+        with _evaluation_source(api, key, data, clickhouse, project) as source:
+            card = source.scorecard(name, window=window, since=None, version=version)
+    except SkillsightError as exc:
+        raise _fail(str(exc), 2) from exc
+    if as_json:
+        print(card.model_dump_json(indent=2))
+    else:
+        print_scorecard(console, card)
+
+
+@app.command()
+def gate(
+    skill: Annotated[
+        str, typer.Option("--skill", help="Skill to gate (default: [gate] skill of the config).")
+    ] = "",
+    minimum: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--min",
+            help="evaluator=threshold: fail when the mean score is below "
+            "(repeatable; over skillsight.toml).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[str, typer.Option("--version", help="Only this skill version.")] = "",
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            "--since",
+            help="Activations started at or after (ISO 8601, UTC); overrides --window.",
+            show_default=False,
+        ),
+    ] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(
+            "--window",
+            help="Activations started within this span (default 30d).",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Thresholds file (default: skillsight.toml here or in a parent folder).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Exit 1 when a skill's evaluation scores are below their thresholds, printing the
+    failing activations with their cited steps; exit 2 when there is nothing to gate.
+
+    Example: skillsight gate --skill csv-summary --min allowed_tools=1.0 --min security=1.0
+    """
+    from skillsight._evaluation_print import print_gate
+    from skillsight._gate import GateConfig, GateResult, find_config, judge, parse_min, read_config
+    from skillsight.evaluators import DETERMINISTIC
+
+    try:
+        path = config or find_config(Path.cwd())
+        if config is not None and not config.is_file():
+            raise _fail(f"no config file {config}", 2)
+        file = read_config(path, skill, DETERMINISTIC) if path else GateConfig(skill)
+        thresholds = {**file.thresholds, **parse_min(minimum or [], DETERMINISTIC)}
+    except SkillsightError as exc:
+        raise _fail(str(exc), 2) from exc
+    skill = skill or file.skill
+    if not skill:
+        raise _fail("no skill to gate: pass --skill NAME or set [gate] skill in skillsight.toml", 2)
+    if not thresholds:
+        raise _fail(
+            "no thresholds: pass --min evaluator=value or add [gate.min] to skillsight.toml", 2
+        )
+    span = window or file.window or "30d"
+    try:
+        with _evaluation_source(api, key, data, clickhouse, project) as source:
+            card = source.scorecard(skill, window=span, since=since, version=version)
+            verdicts = judge(card, thresholds)
+            failing = [
+                item
+                for v in verdicts
+                if not v.ok
+                for item in source.below(
+                    skill,
+                    v.evaluator,
+                    v.threshold,
+                    window=span,
+                    since=since,
+                    version=version,
+                    limit=20,
+                )
+            ]
+    except SkillsightError as exc:
+        raise _fail(str(exc), 2) from exc
+    result = GateResult(skill, version, card.activations, verdicts, tuple(failing))
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "skill": skill,
+                    "version": version,
+                    "ok": result.ok,
+                    "activations": result.activations,
+                    "verdicts": [
+                        {
+                            "evaluator": v.evaluator,
+                            "min": v.threshold,
+                            "mean": v.mean_score,
+                            "pass_rate": v.pass_rate,
+                            "scored": v.scored,
+                            "ok": v.ok,
+                        }
+                        for v in verdicts
+                    ],
+                    "failing": [f.model_dump(mode="json") for f in failing],
+                },
+                indent=2,
+            )
+        )
+    else:
+        print_gate(console, result)
+    if not card.activations:
+        raise _fail(f"no evaluated activations of {skill!r} in the window: nothing to gate", 2)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@bench_app.command("eval-latency")
+def bench_eval_latency(
+    sessions: Annotated[int, typer.Option("--sessions", help="Sessions timed.")] = 20,
+    quiet: Annotated[
+        float, typer.Option("--quiet", help="The service's rebuild quiet period (s).")
+    ] = 1.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Latency from trace completion (the session's last span acknowledged) to its scores
+    stored, through a real `skillsight serve`, p50/p95 over SESSIONS sessions (target <= 2 s).
+
+    Example: skillsight bench eval-latency --sessions 20
+    """
+    from skillsight.bench.eval_latency import run_eval_latency_bench
+
+    try:
+        report = run_eval_latency_bench(sessions=sessions, quiet_s=quiet, console=console)
+    except SkillsightError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
 def main() -> None:
     app()
 

@@ -130,6 +130,32 @@ class Settings:
         "bool",
         "let ClickHouse parse OTLP/protobuf trace requests itself (embedded store only)",
     )
+    eval_enabled: bool = _setting(
+        True, "bool", "score every rebuilt activation with the deterministic evaluators"
+    )
+    eval_evaluators: str = _setting(
+        "", "str", "evaluators the scheduler runs, comma-separated; empty = all seven"
+    )
+    eval_sample: str = _setting(
+        "", "str", "per-evaluator sampling rates, name=rate,... (0-1); unnamed ones run on all"
+    )
+    eval_skills: str = _setting("", "str", "score only these skills, comma-separated; empty = all")
+    eval_agents: str = _setting("", "str", "score only these agents, comma-separated; empty = all")
+    eval_projects: str = _setting(
+        "", "str", "score only these projects, comma-separated; empty = all"
+    )
+    eval_concurrency: int = _setting(2, "int", "sessions scored at once (each in a worker thread)")
+    eval_queue_max: int = _setting(
+        1000, "int", "rebuilt sessions waiting to be scored before the finalizer is held back"
+    )
+    eval_retries: int = _setting(5, "int", "attempts to write a session's scores on store errors")
+    eval_retry_backoff_s: float = _setting(
+        0.2, "float", "wait before the first retry; doubles per attempt (capped at 10 s)"
+    )
+    eval_worker_index: int = _setting(
+        0, "int", "this scheduler's share of activations, 0..eval_workers-1 (by id hash)"
+    )
+    eval_workers: int = _setting(1, "int", "schedulers splitting the activations between them")
 
     def __post_init__(self) -> None:
         if self.api_keys is None:
@@ -183,6 +209,14 @@ class Settings:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
+        for name in ("eval_concurrency", "eval_queue_max", "eval_retries", "eval_workers"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
+        if not 0 <= self.eval_worker_index < self.eval_workers:
+            raise ConfigError(
+                f"eval_worker_index={self.eval_worker_index} must be in 0..{self.eval_workers - 1}"
+                " (SKILLSIGHT_EVAL_WORKER_INDEX, SKILLSIGHT_EVAL_WORKERS)"
+            )
         for name in ("rebuild_quiet_s", "rebuild_max_wait_s", "rebuild_catchup_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")

@@ -14,8 +14,9 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
 
+from skillsight.api.evaluation_models import ActivationDetailOut
+from skillsight.api.evaluations import evaluation_router, wire_scheduler, with_evaluations
 from skillsight.api.models import (
-    ActivationOut,
     EventOut,
     SkillOut,
     SpanOut,
@@ -27,6 +28,7 @@ from skillsight.collector.service import Collector
 from skillsight.collector.store import Store, open_store
 from skillsight.collector.tenancy import Unauthenticated, project_for
 from skillsight.config import Settings
+from skillsight.evaluators.scheduler import EvaluationScheduler
 
 
 def _project(request: Request) -> str:
@@ -46,6 +48,7 @@ class _Holder:
 
     store: Store
     collector: Collector
+    scheduler: EvaluationScheduler | None = None
 
 
 def create_app(
@@ -53,10 +56,14 @@ def create_app(
     *,
     store: Store | None = None,
     collector: Collector | None = None,
+    scheduler: EvaluationScheduler | None = None,
 ) -> FastAPI:
-    """Build the app. Given no store/collector, it opens and owns them for its lifespan."""
+    """Build the app. Given no store/collector, it opens and owns them for its lifespan
+    (and, when evaluation is enabled, an evaluation scheduler fed by the collector's
+    finalizer); a given collector comes with the ``scheduler`` its owner wired to it."""
     settings = settings or Settings.load()
     holder = _Holder()
+    holder.scheduler = scheduler
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -70,9 +77,9 @@ def create_app(
                     stack.callback(holder.store.close)
                 else:
                     holder.store = store
-                holder.collector = await stack.enter_async_context(
-                    Collector(holder.store, settings)
-                )
+                owned = Collector(holder.store, settings)
+                holder.scheduler = await wire_scheduler(stack, holder.store, settings, owned)
+                holder.collector = await stack.enter_async_context(owned)
             yield
 
     app = FastAPI(
@@ -88,7 +95,8 @@ def create_app(
     async def healthz() -> dict[str, object]:
         """Liveness and the write path's state (queue fill, rows written, last store error)."""
         ok = await asyncio.to_thread(holder.store.ping)
-        return {"ok": ok, **holder.collector.health()}
+        evaluation = holder.scheduler.health() if holder.scheduler else {"enabled": False}
+        return {"ok": ok, **holder.collector.health(), "evaluation": evaluation}
 
     @app.get("/api/v1/stats", tags=["service"])
     async def stats(project_id: ProjectId) -> dict[str, dict[str, int]]:
@@ -143,7 +151,12 @@ def create_app(
         rows = await asyncio.to_thread(holder.store.list_skills, project_id, name, limit=limit)
         return [SkillOut(**row) for row in rows]
 
-    @app.get("/api/v1/activations", response_model=list[ActivationOut], tags=["activations"])
+    @app.get(
+        "/api/v1/activations",
+        response_model=list[ActivationDetailOut],
+        response_model_exclude_unset=True,
+        tags=["activations"],
+    )
     async def activations(
         project_id: ProjectId,
         skill: Annotated[str, Query(max_length=256, description="only this skill")] = "",
@@ -152,8 +165,9 @@ def create_app(
             datetime | None, Query(description="started at or after (ISO 8601; naive = UTC)")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    ) -> list[ActivationOut]:
-        """Skill activations rebuilt from completed sessions, newest first."""
+    ) -> list[ActivationDetailOut]:
+        """Skill activations rebuilt from completed sessions, newest first, with their
+        evaluations."""
         found = await asyncio.to_thread(
             holder.store.list_activations,
             project_id,
@@ -162,22 +176,27 @@ def create_app(
             since=since,
             limit=limit,
         )
-        return [ActivationOut.model_validate(a.model_dump()) for a in found]
+        return await asyncio.to_thread(with_evaluations, holder.store, project_id, found)
 
     @app.get(
         "/api/v1/activations/{activation_id}",
-        response_model=ActivationOut,
+        response_model=ActivationDetailOut,
+        response_model_exclude_unset=True,
         responses={404: {"description": "no such activation in this project"}},
         tags=["activations"],
     )
     async def activation(
         project_id: ProjectId, activation_id: Annotated[str, Path(max_length=256)]
-    ) -> ActivationOut:
-        """One skill activation by id."""
+    ) -> ActivationDetailOut:
+        """One skill activation by id, with its evaluations (also as OTel GenAI evaluation
+        events)."""
         found = await asyncio.to_thread(holder.store.get_activation, project_id, activation_id)
         if found is None:
             raise HTTPException(404, f"no activation {activation_id!r} in this project")
-        return ActivationOut.model_validate(found.model_dump())
+        detail = await asyncio.to_thread(with_evaluations, holder.store, project_id, [found])
+        return detail[0]
+
+    app.include_router(evaluation_router(lambda: holder.store, _project))
 
     @app.get(
         "/api/v1/trajectories/{session_id}",

@@ -13,12 +13,14 @@ import logging
 import signal
 import socket
 from collections.abc import Callable, Generator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import uvicorn
 from starlette.applications import Starlette
 
 from skillsight.api.app import create_app
+from skillsight.api.evaluations import wire_scheduler
 from skillsight.collector.receivers import GrpcReceiver, otlp_http_routes
 from skillsight.collector.service import Collector
 from skillsight.collector.store import open_store
@@ -66,16 +68,20 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
     store = await asyncio.to_thread(open_store, settings)
     try:
-        async with (
-            Collector(store, settings) as collector,
-            GrpcReceiver(collector, host, settings.otlp_grpc_port) as grpc_receiver,
-        ):
+        async with AsyncExitStack() as stack:
+            # the evaluation scheduler is entered first so it outlives the finalizer's flush
+            collector = Collector(store, settings)
+            scheduler = await wire_scheduler(stack, store, settings, collector)
+            await stack.enter_async_context(collector)
+            grpc_receiver = await stack.enter_async_context(
+                GrpcReceiver(collector, host, settings.otlp_grpc_port)
+            )
             api_sock = _bind(host, settings.port)
             otlp_sock = _bind(host, settings.otlp_http_port)
             servers = [
                 _Server(
                     uvicorn.Config(
-                        create_app(settings, collector=collector),
+                        create_app(settings, collector=collector, scheduler=scheduler),
                         log_level="warning",
                         lifespan="on",
                     )

@@ -59,7 +59,11 @@ class RunningServer:
 def running_server(
     data_dir: Path, env: Mapping[str, str] | None = None, args: tuple[str, ...] = ()
 ) -> Iterator[RunningServer]:
-    """Start ``skillsight serve`` and stop it with SIGTERM (a graceful drain) afterwards."""
+    """Start ``skillsight serve`` and stop it with SIGTERM (a graceful drain) afterwards.
+
+    Online evaluation is off unless ``env`` turns it on (``SKILLSIGHT_EVAL_ENABLED``): scoring
+    loads the embedding model, seconds of CPU that tests about ingest need not pay.
+    """
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -79,7 +83,7 @@ def running_server(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "SKILLSIGHT_EVAL_ENABLED": "false", **(env or {})},
     )
     assert proc.stdout is not None
     output: list[str] = []

@@ -373,6 +373,60 @@ class Store(ABC):
             queries.LIST_EVALUATIONS, {"project": project_id, "activation": activation_id}
         )
 
+    def evaluations_of(
+        self, project_id: str, activation_ids: Sequence[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`list_evaluations` of several activations in one query, by activation id."""
+        out: dict[str, list[dict[str, Any]]] = {a: [] for a in activation_ids}
+        if out:
+            params = {"project": project_id, "activations": list(out)}
+            for row in self._rows(queries.LIST_EVALUATIONS_OF, params):
+                out[str(row["activation_id"])].append(row)
+        return out
+
+    def scorecard_rows(
+        self, project_id: str, skill: str, *, version: str = "", since: datetime | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """A skill's scores aggregated in ClickHouse: ``versions`` (activations per skill
+        version), ``by_version`` (per version and evaluator) and ``trend`` (per UTC day and
+        evaluator), over activations started since ``since``; each count/pass/mean/min."""
+        params = {
+            "project": project_id,
+            "skill": skill,
+            "version": version,
+            "since": _micros(since),
+        }
+        return {
+            "versions": self._rows(queries.SCORECARD_VERSIONS, params),
+            "by_version": self._rows(queries.SCORECARD_BY_VERSION, params),
+            "trend": self._rows(queries.SCORECARD_TREND, params),
+        }
+
+    def evaluations_below(
+        self,
+        project_id: str,
+        skill: str,
+        below: float,
+        *,
+        evaluator: str = "",
+        version: str = "",
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """A skill's current evaluations scoring under ``below``, newest activation first."""
+        return self._rows(
+            queries.SKILL_EVALUATIONS_BELOW,
+            {
+                "project": project_id,
+                "skill": skill,
+                "version": version,
+                "since": _micros(since),
+                "evaluator": evaluator,
+                "below": float(below),
+                "limit": limit,
+            },
+        )
+
 
 def _micros(moment: datetime | None) -> int:
     """A moment as µs since the epoch; naive datetimes are UTC; None is the epoch."""

@@ -250,3 +250,90 @@ FROM (
     LIMIT 1 BY evaluator, evaluator_version
 )
 ORDER BY evaluator, evaluator_version"""
+
+# -- scorecards and the CI gate (skillsight/api/scorecard.py, skillsight gate) --------------------
+#
+# The current row of each (activation, evaluator) of one skill: the newest evaluation, whatever
+# evaluator version wrote it, joined to the activation's start (the newest rebuild of it) so
+# windows and trends follow when the skill ran, not when it was scored.
+_SKILL_EVALUATIONS = """
+    SELECT e.activation_id AS activation_id, e.evaluator AS evaluator,
+           e.evaluator_version AS evaluator_version, e.skill_version AS skill_version,
+           e.score AS score, e.passed AS passed, e.label AS label, e.reason AS reason,
+           e.evidence_step_ids AS evidence_step_ids,
+           e.evidence_tool_call_ids AS evidence_tool_call_ids, e.findings AS findings,
+           e.evaluated_at AS evaluated_at, a.session_id AS session_id, a.started_at AS started_at
+    FROM (
+        SELECT * FROM evaluations
+        WHERE project_id = {project:String} AND skill_name = {skill:String}
+          AND ({version:String} = '' OR skill_version = {version:String})
+        ORDER BY evaluated_at DESC
+        LIMIT 1 BY activation_id, evaluator
+    ) AS e
+    INNER JOIN (
+        SELECT activation_id, session_id, started_at FROM activations
+        WHERE project_id = {project:String} AND skill_name = {skill:String}
+        ORDER BY rebuilt_at DESC
+        LIMIT 1 BY activation_id
+    ) AS a ON e.activation_id = a.activation_id
+    WHERE a.started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')"""
+
+_SCORE_AGGREGATES = """
+       count() AS evaluations,
+       countIf(score IS NOT NULL) AS scored,
+       countIf(passed = true) AS passed,
+       avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
+       minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
+
+# Per skill version and evaluator; a version's activation count is the number of distinct
+# activations with any evaluation row.
+SCORECARD_BY_VERSION = f"""
+SELECT skill_version, evaluator, uniqExact(activation_id) AS activations,
+       toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
+       toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
+FROM ({_SKILL_EVALUATIONS})
+GROUP BY skill_version, evaluator
+ORDER BY last_started_us DESC, skill_version, evaluator"""
+
+SCORECARD_VERSIONS = f"""
+SELECT skill_version, uniqExact(activation_id) AS activations,
+       toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
+       toUnixTimestamp64Micro(max(started_at)) AS last_started_us
+FROM ({_SKILL_EVALUATIONS})
+GROUP BY skill_version
+ORDER BY last_started_us DESC, skill_version"""
+
+# Per UTC day the activations started on, and evaluator.
+SCORECARD_TREND = f"""
+SELECT toString(toDate(started_at)) AS day, evaluator, uniqExact(activation_id) AS activations,
+       {_SCORE_AGGREGATES}
+FROM ({_SKILL_EVALUATIONS})
+GROUP BY day, evaluator
+ORDER BY day, evaluator"""
+
+# The current evaluations of a skill scoring below a bound (the gate's failing activations),
+# newest activation first.
+SKILL_EVALUATIONS_BELOW = f"""
+SELECT activation_id, session_id, evaluator, evaluator_version, skill_version, score, passed,
+       label, reason, evidence_step_ids, evidence_tool_call_ids, findings,
+       toUnixTimestamp64Micro(started_at) AS started_at_us,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM ({_SKILL_EVALUATIONS})
+WHERE ({{evaluator:String}} = '' OR evaluator = {{evaluator:String}})
+  AND score IS NOT NULL AND score < {{below:Float64}}
+ORDER BY started_at_us DESC, activation_id, evaluator
+LIMIT {{limit:UInt32}}"""
+
+# LIST_EVALUATIONS for several activations at once (a page of GET /api/v1/activations).
+LIST_EVALUATIONS_OF = """
+SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
+       score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
+       judge_model, tokens, cost_usd, latency_ms,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM (
+    SELECT * FROM evaluations
+    WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
+    ORDER BY evaluated_at DESC
+    LIMIT 1 BY activation_id, evaluator, evaluator_version
+)
+ORDER BY activation_id, evaluator, evaluator_version"""

@@ -1,0 +1,297 @@
+"""The online evaluation scheduler: scores activations as the trace finalizer hands them over.
+
+It sees only what the finalizer publishes after rebuilding a *complete* session (its quiet period
+passed and its root span is in), so it never scores a partial trace; a session rebuilt again on
+late rows is scored again and its rows replace the earlier ones (keyed by activation, evaluator
+and evaluator version).
+
+Per activation and evaluator, a :class:`~skillsight.evaluators._sched_policy.Policy` decides by a
+hash of the activation id and by filters (skill, agent, project) whether it runs; a worker keeps
+only the activations whose id hashes to its index (``worker=(index, count)``). Rebuilt sessions
+wait in a bounded queue (a full queue holds the finalizer back rather than dropping work); up
+to ``concurrency`` are scored at once in worker threads, off the event loop. A store error on
+write is retried with exponential backoff, ``retries`` attempts in all, then counted and dropped
+(``skillsight eval run`` backfills). Counters appear under ``evaluation`` in ``/healthz``.
+
+Enter it before the collector (whose finalizer publishes to it) so that it outlives the
+finalizer's final flush; leaving drains the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+from skillsight.collector.activations import Activation
+from skillsight.collector.finalizer import ActivationsReady
+from skillsight.collector.store import Store
+from skillsight.config import Settings
+from skillsight.errors import SkillsightError
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._model import ERROR, Evaluation
+from skillsight.evaluators._registry import Registry, deterministic_registry, run_evaluators
+from skillsight.evaluators._sched_context import ContextAssembler
+from skillsight.evaluators._sched_policy import (
+    Policy,
+    parse_rates,
+    partition_of,
+    policies,
+    split_names,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["EvaluationScheduler", "SchedulerStats", "Scored", "score_activations"]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What scoring a batch of activations produced."""
+
+    evaluations: list[Evaluation]
+    sampled_out: int
+    """(activation, evaluator) pairs the policies left out."""
+
+
+def score_activations(
+    activations: Sequence[Activation],
+    assembler: ContextAssembler,
+    *,
+    registry: Registry,
+    chosen: Mapping[str, Policy],
+) -> Scored:
+    """Run each chosen evaluator over the activations its policy selects, then add them to
+    their skills' baselines. Pure CPU and store reads; writes nothing."""
+    contexts: dict[str, EvaluationContext] = {}
+
+    def context(activation: Activation) -> EvaluationContext:
+        found = contexts.get(activation.activation_id)
+        if found is None:
+            found = contexts[activation.activation_id] = assembler.context(activation)
+        return found
+
+    out: list[Evaluation] = []
+    sampled_out = 0
+    for name, policy in chosen.items():
+        selected = [a for a in activations if policy.selects(name, a)]
+        sampled_out += len(activations) - len(selected)
+        if selected:
+            out += run_evaluators(selected, context, registry=registry, names=[name])
+    for activation in activations:
+        assembler.observe(activation)
+    return Scored(out, sampled_out)
+
+
+@dataclass
+class SchedulerStats:
+    sessions_received: int = 0
+    sessions_scored: int = 0
+    activations_received: int = 0
+    activations_other_workers: int = 0
+    evaluations_written: int = 0
+    sampled_out: int = 0
+    evaluator_errors: int = 0
+    store_retries: int = 0
+    store_failures: int = 0
+    last_error: str = ""
+    last_batch_ms: float = 0.0
+
+
+class EvaluationScheduler:
+    """Async context manager that scores and stores the activations of rebuilt sessions."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        registry: Registry | None = None,
+        evaluators: Iterable[str] | None = None,
+        rates: Mapping[str, float] | None = None,
+        skills: Iterable[str] = (),
+        agents: Iterable[str] = (),
+        projects: Iterable[str] = (),
+        concurrency: int = 2,
+        queue_max: int = 1000,
+        worker: tuple[int, int] = (0, 1),
+        retries: int = 5,
+        backoff_s: float = 0.2,
+        max_backoff_s: float = 10.0,
+        assembler: ContextAssembler | None = None,
+        drain_timeout_s: float = 120.0,
+    ) -> None:
+        index, count = worker
+        if count < 1 or not 0 <= index < count:
+            raise SkillsightError(f"worker {index} of {count}: need 0 <= index < count")
+        if concurrency < 1 or queue_max < 1 or retries < 1:
+            raise SkillsightError("concurrency, queue_max and retries must be positive")
+        self.store = store
+        self.registry = registry or deterministic_registry()
+        names = list(evaluators) if evaluators is not None else self.registry.names
+        for name in names:
+            self.registry.get(name)  # an unknown name fails here, at start-up
+        self.policies = policies(
+            names, rates=rates, skills=skills, agents=agents, projects=projects
+        )
+        self.concurrency = concurrency
+        self.worker = (index, count)
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.assembler = assembler or ContextAssembler(store)
+        self.drain_timeout_s = drain_timeout_s
+        self.stats = SchedulerStats()
+        self._queue: asyncio.Queue[ActivationsReady] = asyncio.Queue(queue_max)
+        self._busy = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    def from_settings(cls, store: Store, settings: Settings) -> EvaluationScheduler:
+        """The scheduler ``skillsight serve`` runs, configured by the ``eval_*`` settings."""
+        registry = deterministic_registry()
+        names = sorted(split_names(settings.eval_evaluators), key=registry.names.index) or None
+        unknown = sorted(set(names or ()) - set(registry.names))
+        if unknown:
+            raise SkillsightError(
+                f"SKILLSIGHT_EVAL_EVALUATORS names unknown evaluators {unknown}; "
+                f"known: {', '.join(registry.names)}"
+            )
+        return cls(
+            store,
+            registry=registry,
+            evaluators=names,
+            rates=parse_rates(settings.eval_sample, registry.names),
+            skills=split_names(settings.eval_skills),
+            agents=split_names(settings.eval_agents),
+            projects=split_names(settings.eval_projects),
+            concurrency=settings.eval_concurrency,
+            queue_max=settings.eval_queue_max,
+            worker=(settings.eval_worker_index, settings.eval_workers),
+            retries=settings.eval_retries,
+            backoff_s=settings.eval_retry_backoff_s,
+        )
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> EvaluationScheduler:
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"skillsight-evaluation-{i}")
+            for i in range(self.concurrency)
+        ]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await asyncio.wait_for(self._queue.join(), self.drain_timeout_s)
+        except TimeoutError:
+            log.error("evaluation scheduler left %d sessions unscored", self._queue.qsize())
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def submit(self, item: ActivationsReady) -> None:
+        """The finalizer's subscriber: queue a rebuilt session (waits while the queue is full)."""
+        self.stats.sessions_received += 1
+        self.stats.activations_received += len(item.activations)
+        await self._queue.put(item)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being scored."""
+        return self._queue.empty() and self._busy == 0
+
+    def health(self) -> dict[str, object]:
+        s = self.stats
+        return {
+            "enabled": True,
+            "idle": self.idle,
+            "evaluators": list(self.policies),
+            "worker": list(self.worker),
+            "queued_sessions": self._queue.qsize(),
+            "sessions_received": s.sessions_received,
+            "sessions_scored": s.sessions_scored,
+            "activations_received": s.activations_received,
+            "activations_other_workers": s.activations_other_workers,
+            "evaluations_written": s.evaluations_written,
+            "sampled_out": s.sampled_out,
+            "evaluator_errors": s.evaluator_errors,
+            "store_retries": s.store_retries,
+            "store_failures": s.store_failures,
+            "last_error": s.last_error,
+            "last_batch_ms": round(s.last_batch_ms, 1),
+        }
+
+    # -- scoring ---------------------------------------------------------------------------------
+
+    def mine(self, activation: Activation) -> bool:
+        index, count = self.worker
+        return partition_of(activation.activation_id, count) == index
+
+    async def score(self, project_id: str, activations: Sequence[Activation]) -> list[Evaluation]:
+        """Score and store one project's activations now (this worker's share); return the
+        evaluations written. Raises the store error once the retries are spent."""
+        started = time.perf_counter()
+        own = [a for a in activations if self.mine(a)]
+        self.stats.activations_other_workers += len(activations) - len(own)
+        if not own:
+            return []
+        scored = await asyncio.to_thread(
+            score_activations, own, self.assembler, registry=self.registry, chosen=self.policies
+        )
+        self.stats.sampled_out += scored.sampled_out
+        self.stats.evaluator_errors += sum(1 for e in scored.evaluations if e.label == ERROR)
+        await self._write(project_id, scored.evaluations)
+        self.stats.last_batch_ms = (time.perf_counter() - started) * 1000
+        return scored.evaluations
+
+    async def _write(self, project_id: str, evaluations: Sequence[Evaluation]) -> None:
+        if not evaluations:
+            return
+        delay = self.backoff_s
+        for attempt in range(1, self.retries + 1):
+            # A fresh stamp per attempt: the newest write of a key is the one that stays.
+            rows = [e.to_row(time.time_ns() // 1000) for e in evaluations]
+            try:
+                await asyncio.to_thread(self.store.write_evaluations, project_id, rows)
+            except SkillsightError as exc:
+                self.stats.last_error = f"writing evaluations failed: {exc}"[:500]
+                if attempt == self.retries:
+                    raise
+                self.stats.store_retries += 1
+                log.warning("writing evaluations failed (attempt %d): %s", attempt, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_backoff_s)
+            else:
+                self.stats.evaluations_written += len(rows)
+                return
+
+    async def _work(self) -> None:
+        while True:
+            item = await self._queue.get()
+            self._busy += 1
+            try:
+                await self.score(item.project_id, item.activations)
+                self.stats.sessions_scored += 1
+            except SkillsightError as exc:
+                self.stats.store_failures += 1
+                self.stats.last_error = f"session {item.session_id}: {exc}"[:500]
+                log.error("scoring session %s failed: %s", item.session_id, exc)
+            except Exception as exc:  # the worker outlives any one session
+                self.stats.store_failures += 1
+                self.stats.last_error = f"session {item.session_id}: {exc}"[:500]
+                log.exception("scoring session %s failed", item.session_id)
+            finally:
+                self._busy -= 1
+                self._queue.task_done()
