@@ -9,6 +9,7 @@ shape no capture has (a long trajectory, an injected tool result).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -913,3 +914,22 @@ def test_a_live_judge_scores_a_recorded_activation(activation: Activation) -> No
     assert judged.error == "", judged.error
     assert judged.score is not None and judged.tokens > 0
     assert judged.judge_model == os.environ["SKILLSIGHT_JUDGE_MODEL"]
+
+
+def test_the_documented_example_runs() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "judges.md").read_text()
+    [example] = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+    exec(compile(example, "docs/judges.md", "exec"), {})
+
+
+def test_the_judges_bench_measures_a_small_run() -> None:
+    from rich.console import Console
+
+    from skillsight.bench.judges import run_judges_bench
+
+    report = run_judges_bench(activations=6, concurrency=3, console=Console(file=io.StringIO()))
+    assert (report["activations"], report["concurrency"]) == (6, 3)
+    assert report["judged_per_s"] > 0 and report["raw_requests_per_s"] > 0
+    assert report["judge_latency_ms_mean"] > 0 and report["render_and_credit_us_per_activation"] > 0
+    # 6 judgements at the bench's $0.15 / $0.60 per million tokens, 1,200 in and 80 out each.
+    assert report["cost_usd_total"] == pytest.approx(6 * (1200 * 0.15 + 80 * 0.6) / 1e6)
