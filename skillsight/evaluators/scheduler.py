@@ -31,7 +31,7 @@ from skillsight.collector.activations import Activation
 from skillsight.collector.finalizer import ActivationsReady
 from skillsight.collector.store import Store
 from skillsight.config import Settings
-from skillsight.errors import SkillsightError
+from skillsight.errors import ConfigError, SkillsightError
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._model import ERROR, Evaluation
 from skillsight.evaluators._registry import Registry, deterministic_registry, run_evaluators
@@ -153,13 +153,14 @@ class EvaluationScheduler:
     def from_settings(cls, store: Store, settings: Settings) -> EvaluationScheduler:
         """The scheduler ``skillsight serve`` runs, configured by the ``eval_*`` settings."""
         registry = deterministic_registry()
-        names = sorted(split_names(settings.eval_evaluators), key=registry.names.index) or None
-        unknown = sorted(set(names or ()) - set(registry.names))
+        wanted = split_names(settings.eval_evaluators)
+        unknown = sorted(wanted - set(registry.names))
         if unknown:
-            raise SkillsightError(
+            raise ConfigError(
                 f"SKILLSIGHT_EVAL_EVALUATORS names unknown evaluators {unknown}; "
                 f"known: {', '.join(registry.names)}"
             )
+        names = [name for name in registry.names if name in wanted] or None
         return cls(
             store,
             registry=registry,

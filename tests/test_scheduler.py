@@ -1,0 +1,304 @@
+"""The evaluation scheduler on a real store (chdb): hash sampling, filters, partitions between
+workers, idempotent rescoring, retries when the store refuses a write, context assembly.
+
+The activations are what the finalizer rebuilt from real Claude Code's export of the
+``one_skill`` scenario, copied under many ids. ``skill_selection`` is left out where it adds
+nothing (it loads the embedding model; the end-to-end tests run it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillsight.collector.activations import Activation, VisibleSkill
+from skillsight.collector.finalizer import ActivationsReady
+from skillsight.collector.rebuild import rebuild_session
+from skillsight.collector.store import EmbeddedStore
+from skillsight.config import Settings
+from skillsight.demo.scenario_library import build_scenario
+from skillsight.errors import ConfigError
+from skillsight.evaluators._sched_context import ContextAssembler
+from skillsight.evaluators._sched_policy import Policy, parse_rates, partition_of, sample_point
+from skillsight.evaluators.scheduler import EvaluationScheduler
+from skillsight.skills import load_skill
+from tests.harness.scenario_captures import CAPTURES
+from tests.test_activations import load
+
+CHEAP = ["allowed_tools", "script_execution", "tool_errors", "security"]
+PROJECT = "default"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Activation:
+    """The one activation of the recorded one_skill session, rebuilt through a real store."""
+    store = EmbeddedStore(tmp_path_factory.mktemp("recorded") / "store")
+    store.migrate()
+    try:
+        load(store, CAPTURES / "one_skill" / "claude_code")
+        spans = store.list_spans(PROJECT, limit=100_000)
+        events = store.list_events(PROJECT, limit=100_000)
+    finally:
+        store.close()
+    (activation,) = rebuild_session(spans, events).activations
+    return activation
+
+
+def copies(activation: Activation, count: int) -> list[Activation]:
+    return [
+        activation.model_copy(update={"activation_id": f"{i:032x}"}) for i in range(1, count + 1)
+    ]
+
+
+def ready(activations: list[Activation]) -> ActivationsReady:
+    return ActivationsReady(PROJECT, "session-1", tuple(activations), 1)
+
+
+def stored(store: EmbeddedStore, activations: list[Activation]) -> dict[str, list[str]]:
+    """Evaluators with a current row, per activation id."""
+    rows = store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+    return {key: [r["evaluator"] for r in found] for key, found in rows.items()}
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+# -- sampling and partitions: pure functions of the ids ---------------------------------------
+
+
+def test_sampling_points_are_fixed_per_evaluator_and_activation() -> None:
+    ids = [f"{i:032x}" for i in range(2000)]
+    points = [sample_point("security", a) for a in ids]
+    assert points == [sample_point("security", a) for a in ids]
+    assert all(0.0 <= p < 1.0 for p in points)
+    tenth = {a for a, p in zip(ids, points, strict=True) if p < 0.1}
+    assert 150 <= len(tenth) <= 250  # a tenth of 2000, give or take what a hash gives
+    other = {a for a in ids if sample_point("tool_errors", a) < 0.1}
+    assert len(tenth & other) < 60  # salted per evaluator: not the same tenth
+
+
+def test_partitions_cover_every_activation_once() -> None:
+    ids = [f"{i:032x}" for i in range(3000)]
+    shares = [{a for a in ids if partition_of(a, 3) == index} for index in range(3)]
+    assert set().union(*shares) == set(ids)
+    assert sum(len(s) for s in shares) == len(ids)
+    assert all(800 <= len(s) <= 1200 for s in shares)
+    assert {partition_of(a, 1) for a in ids} == {0}
+
+
+def test_policies_filter_then_sample(recorded: Activation) -> None:
+    assert Policy().selects("security", recorded)
+    assert not Policy(skills=frozenset({"other-skill"})).selects("security", recorded)
+    assert not Policy(agents=frozenset({"other-agent"})).selects("security", recorded)
+    assert not Policy(projects=frozenset({"other-project"})).selects("security", recorded)
+    assert Policy(skills=frozenset({recorded.skill_name})).selects("security", recorded)
+    assert not Policy(0.0).selects("security", recorded)
+    point = sample_point("security", recorded.activation_id)
+    assert Policy(min(1.0, point + 1e-9)).selects("security", recorded)
+    assert not Policy(point).selects("security", recorded)
+
+
+def test_sampling_settings_are_checked(embedded_store: EmbeddedStore) -> None:
+    names = ["security", "tool_errors"]
+    assert parse_rates(" security=0.25, tool_errors=1 ", names) == {
+        "security": 0.25,
+        "tool_errors": 1.0,
+    }
+    for raw, message in (
+        ("security", "not name=rate"),
+        ("judge=0.5", "not name=rate with a known evaluator"),
+        ("security=half", "is no number"),
+        ("security=1.5", "must be in"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            parse_rates(raw, names)
+    with pytest.raises(ConfigError, match=r"eval_worker_index=2 must be in 0\.\.1"):
+        Settings.load(env={"SKILLSIGHT_EVAL_WORKERS": "2", "SKILLSIGHT_EVAL_WORKER_INDEX": "2"})
+    with pytest.raises(ConfigError, match="unknown evaluators"):
+        EvaluationScheduler.from_settings(
+            embedded_store,
+            Settings.load(env={"SKILLSIGHT_EVAL_EVALUATORS": "security,judge"}),
+        )
+
+
+# -- the scheduler on a store ---------------------------------------------------------------
+
+
+def test_only_sampled_pairs_are_scored_and_written(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    activations = copies(recorded, 40)
+
+    async def go() -> EvaluationScheduler:
+        async with EvaluationScheduler(
+            embedded_store, evaluators=["allowed_tools", "security"], rates={"security": 0.5}
+        ) as scheduler:
+            await scheduler.submit(ready(activations))
+        return scheduler  # leaving drained the queue
+
+    scheduler = run(go())
+    sampled = {
+        a.activation_id for a in activations if sample_point("security", a.activation_id) < 0.5
+    }
+    assert 0 < len(sampled) < 40
+    assert stored(embedded_store, activations) == {
+        a.activation_id: ["allowed_tools", "security"]
+        if a.activation_id in sampled
+        else ["allowed_tools"]
+        for a in activations
+    }
+    health = scheduler.health()
+    assert {k: health[k] for k in ("sessions_received", "sessions_scored", "sampled_out")} == {
+        "sessions_received": 1,
+        "sessions_scored": 1,
+        "sampled_out": 40 - len(sampled),
+    }
+    assert health["evaluations_written"] == 40 + len(sampled)
+    assert health["idle"] is True
+
+
+def test_two_workers_split_the_activations_exactly(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    activations = copies(recorded, 60)
+
+    async def go() -> list[set[str]]:
+        shares = []
+        for index in range(2):
+            async with EvaluationScheduler(
+                embedded_store, evaluators=CHEAP, worker=(index, 2)
+            ) as scheduler:
+                scored = await scheduler.score(PROJECT, activations)
+            shares.append({e.activation_id for e in scored})
+            assert scheduler.stats.activations_other_workers == 60 - len(shares[-1])
+        return shares
+
+    first, second = run(go())
+    assert first and second and not first & second
+    assert first | second == {a.activation_id for a in activations}
+    assert stored(embedded_store, activations) == {
+        a.activation_id: sorted(CHEAP) for a in activations
+    }
+
+
+def test_rescoring_replaces_rows_and_never_duplicates(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    activations = copies(recorded, 5)
+
+    async def score_twice() -> None:
+        async with EvaluationScheduler(embedded_store, evaluators=CHEAP) as scheduler:
+            await scheduler.score(PROJECT, activations)
+            first = embedded_store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+            await scheduler.score(PROJECT, activations)
+        second = embedded_store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+        for key in first:
+            assert [r["evaluator"] for r in second[key]] == [r["evaluator"] for r in first[key]]
+            assert [r["evaluated_at_us"] for r in second[key]] > [
+                r["evaluated_at_us"] for r in first[key]
+            ]
+            drop = ("evaluated_at_us", "latency_ms")
+            assert [{k: v for k, v in r.items() if k not in drop} for r in second[key]] == [
+                {k: v for k, v in r.items() if k not in drop} for r in first[key]
+            ]
+
+    run(score_twice())
+    assert stored(embedded_store, activations) == {
+        a.activation_id: sorted(CHEAP) for a in activations
+    }
+
+
+def test_a_refused_write_is_retried_until_the_store_takes_it(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    """The evaluations table is renamed away, so every insert really fails, until it is back."""
+    activations = copies(recorded, 3)
+    embedded_store._command("RENAME TABLE evaluations TO evaluations_parked")
+
+    async def go() -> EvaluationScheduler:
+        async with EvaluationScheduler(
+            embedded_store, evaluators=CHEAP, retries=50, backoff_s=0.02, max_backoff_s=0.05
+        ) as scheduler:
+            await scheduler.submit(ready(activations))
+            while scheduler.stats.store_retries < 2:
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(
+                embedded_store._command, "RENAME TABLE evaluations_parked TO evaluations"
+            )
+        return scheduler
+
+    scheduler = run(go())
+    assert scheduler.stats.store_retries >= 2
+    assert (scheduler.stats.store_failures, scheduler.stats.sessions_scored) == (0, 1)
+    assert "evaluations" in scheduler.stats.last_error  # what went wrong stays visible
+    assert stored(embedded_store, activations) == {
+        a.activation_id: sorted(CHEAP) for a in activations
+    }
+
+
+def test_a_session_whose_retries_run_out_is_counted_and_the_next_is_scored(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    lost, kept = copies(recorded, 2)
+    embedded_store._command("RENAME TABLE evaluations TO evaluations_parked")
+
+    async def go() -> EvaluationScheduler:
+        async with EvaluationScheduler(
+            embedded_store, evaluators=CHEAP, retries=2, backoff_s=0.01, concurrency=1
+        ) as scheduler:
+            await scheduler.submit(ready([lost]))
+            while scheduler.stats.store_failures < 1:
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(
+                embedded_store._command, "RENAME TABLE evaluations_parked TO evaluations"
+            )
+            await scheduler.submit(ready([kept]))
+        return scheduler
+
+    scheduler = run(go())
+    assert (scheduler.stats.store_retries, scheduler.stats.store_failures) == (1, 1)
+    assert scheduler.stats.sessions_scored == 1
+    assert stored(embedded_store, [lost, kept]) == {
+        lost.activation_id: [],
+        kept.activation_id: sorted(CHEAP),
+    }
+
+
+# -- context assembly ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def scanned(embedded_store: EmbeddedStore, tmp_path: Path) -> Iterator[EmbeddedStore]:
+    """The one_skill scenario's project on disk, its skills recorded in the catalogue."""
+    scenario = build_scenario("one_skill", tmp_path / "project")
+    scenario.write()
+    skills = sorted((tmp_path / "project" / ".claude" / "skills").iterdir())
+    embedded_store.insert_skills(PROJECT, [load_skill(folder) for folder in skills])
+    yield embedded_store
+
+
+def test_context_has_the_catalogue_the_manifest_and_the_baseline(
+    scanned: EmbeddedStore, recorded: Activation, tmp_path: Path
+) -> None:
+    skill = load_skill(tmp_path / "project" / ".claude" / "skills" / "csv-summary")
+    assembler = ContextAssembler(scanned)
+    context = assembler.context(recorded)
+    assert context.catalogue == (VisibleSkill(name="csv-summary", description=skill.description),)
+    assert context.manifest == skill
+    assert context.baseline is None
+    for activation in copies(recorded, 5) + copies(recorded, 5):  # each counted once
+        assembler.observe(activation)
+    baseline = assembler.context(recorded).baseline
+    assert baseline is not None and baseline.samples == 5
+    assert baseline.tool_calls == len(recorded.tool_calls)
+    # a folder that changed since the activation ran is not the skill it ran
+    changed = recorded.model_copy(update={"skill_version": "0" * 64})
+    assert assembler.context(changed).manifest is None
+    assert (
+        assembler.context(recorded.model_copy(update={"skill_version": skill.version})).manifest
+        == skill
+    )
