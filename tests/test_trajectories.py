@@ -374,3 +374,33 @@ def test_skill_named_without_tool_details(embedded_store: EmbeddedStore) -> None
     skill_call = (rebuilt.trajectory.steps[1].tool_calls or [])[0]
     assert skill_call.arguments == {}
     assert skill_call.extra is not None and skill_call.extra["arguments_logged"] is False
+
+
+def test_background_subagent_is_nested_by_its_spans(embedded_store: EmbeddedStore) -> None:
+    """An Agent call that returns at once (a background agent) still owns its subagent's work:
+    Claude Code parents the subagent's spans to the call's execution span."""
+    load(embedded_store, SCENARIOS / "subagent_skill" / "claude_code")
+    spans, events = stored_rows(embedded_store)
+    delegate = manifest("subagent_skill")["expected"]["tool_calls"][0]["tool_use_id"]
+    for row in spans:
+        if row["tool_call_id"] == delegate:
+            row["end_time_unix_nano"] = row["start_time_unix_nano"] + 1_000_000
+    clean = rebuild_session(*stored_rows(embedded_store))
+    background = rebuild_session(spans, events)
+    [sub] = background.trajectory.subagent_trajectories or []
+    [expected] = clean.trajectory.subagent_trajectories or []
+    assert outline(sub) == outline(expected)
+    assert [comparable for comparable in map(_key, background.activations)] == [
+        _key(a) for a in clean.activations
+    ]
+
+
+def _key(activation: Any) -> tuple[Any, ...]:
+    return (
+        activation.skill_name,
+        activation.trigger,
+        activation.trigger_call_id,
+        activation.load_call_id,
+        [c.tool_call_id for c in activation.tool_calls],
+        activation.integration_message,
+    )

@@ -45,6 +45,7 @@ class _LlmCall:
     usage: Usage | None = None
     text: str | None = None
     prompt_id: str = ""
+    parent_call: str = ""  # the Task/Agent call whose subagent made this request
     calls: list[CallDraft] = field(default_factory=list)
 
 
@@ -67,8 +68,8 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
             draft.trace_ids.append(event.trace_id)
 
     prompts = _prompts(spans, events)
-    llm = _llm_calls(spans, events)
     calls, execution_span_to_call = _tool_calls(spans, events)
+    llm = _llm_calls(spans, events, execution_span_to_call)
     _claim_skill_events(draft, events, calls, execution_span_to_call)
 
     main_loop = [c for c in llm.values() if c.query_source not in SIDE_QUERY_SOURCES]
@@ -184,7 +185,9 @@ def _prompts(spans: list[Span], events: list[Event]) -> list[StepDraft]:
     return sorted(steps.values(), key=lambda s: s.time_ns)
 
 
-def _llm_calls(spans: list[Span], events: list[Event]) -> dict[str, _LlmCall]:
+def _llm_calls(
+    spans: list[Span], events: list[Event], execution_to_call: dict[str, str]
+) -> dict[str, _LlmCall]:
     calls: dict[str, _LlmCall] = {}
     for span in spans:
         if span.name != "claude_code.llm_request":
@@ -196,6 +199,8 @@ def _llm_calls(spans: list[Span], events: list[Event]) -> dict[str, _LlmCall]:
         call.model = call.model or span.model
         call.query_source = call.query_source or span.attr("query_source_safe")
         call.stop_reason = span.attr("stop_reason")
+        # a subagent's requests are children of its Agent/Task call's execution span
+        call.parent_call = execution_to_call.get(span.parent_span_id, "")
         if call.usage is None:
             call.usage = _usage(span.input_tokens, span.output_tokens, span, None)
     for event in events:
@@ -248,6 +253,8 @@ def _agent_step(call: _LlmCall, logged_text: bool) -> StepDraft:
         span_id=call.span_id,
     )
     step.extra["request_id"] = call.key
+    if call.parent_call:
+        step.extra["_parent_call"] = call.parent_call
     if call.skill:
         step.extra["active_skill"] = call.skill
     if call.stop_reason:
@@ -259,7 +266,11 @@ def _tool_calls(
     spans: list[Span], events: list[Event]
 ) -> tuple[dict[str, CallDraft], dict[str, str]]:
     calls: dict[str, CallDraft] = {}
-    execution_to_call: dict[str, str] = {}
+    execution_to_call = {
+        span.span_id: span.tool_call_id
+        for span in spans
+        if span.tool_call_id and span.name in ("claude_code.tool", "claude_code.tool.execution")
+    }
     for span in spans:
         if span.name == "claude_code.tool" and span.tool_call_id:
             call = calls.get(span.tool_call_id) or calls.setdefault(
@@ -268,7 +279,8 @@ def _tool_calls(
             call.name = call.name or span.tool_name
             call.start_ns, call.end_ns = span.start_ns, span.end_ns
             call.span_id, call.trace_id = span.span_id, span.trace_id
-            execution_to_call[span.span_id] = span.tool_call_id
+            if span.parent_span_id in execution_to_call:
+                call.extra["_parent_call"] = execution_to_call[span.parent_span_id]
             if span.skill_name:
                 call.extra["skill"] = span.skill_name
             for span_event in span.events:
@@ -280,12 +292,12 @@ def _tool_calls(
                 elif span.attr("full_command"):
                     call.arguments = {"command": span.attr("full_command")}
             call.is_error = call.is_error or span.failed
-        elif span.name == "claude_code.tool.execution" and span.tool_call_id:
-            execution_to_call[span.span_id] = span.tool_call_id
-            if span.attr("success") == "false" or span.failed:
-                calls.setdefault(
-                    span.tool_call_id, CallDraft(span.tool_call_id, "")
-                ).is_error = True
+        elif (
+            span.name == "claude_code.tool.execution"
+            and span.tool_call_id
+            and (span.attr("success") == "false" or span.failed)
+        ):
+            calls.setdefault(span.tool_call_id, CallDraft(span.tool_call_id, "")).is_error = True
     for event in events:
         if event.name not in ("claude_code.tool_decision", "claude_code.tool_result"):
             continue

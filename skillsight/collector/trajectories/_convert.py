@@ -119,7 +119,7 @@ def _totals(draft: AgentDraft) -> Usage:
 
 
 def _step(step_id: int, step: StepDraft, subagents: list[dict[str, Any]]) -> dict[str, Any]:
-    extra: dict[str, Any] = dict(step.extra)
+    extra: dict[str, Any] = {k: v for k, v in step.extra.items() if not k.startswith("_")}
     if step.span_id:
         extra["span_id"] = step.span_id
     if step.end_ns > step.time_ns:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from skillsight.collector.trajectories._draft import (
     SUBAGENT_TOOLS,
     AgentDraft,
@@ -77,30 +79,45 @@ def nest_subagents(draft: AgentDraft) -> None:
     """Move what ran inside a ``Task``/``Agent`` call's time window into its own draft.
 
     Sources with a real agent hierarchy (GenAI ``invoke_agent`` spans) nest while reading; the
-    flat ones (Claude Code native, the SDK instrumentors) are carved here: a subagent blocks its
-    caller, so what started after the delegating call and before it returned is the subagent's.
+    flat ones are carved here: by what the source marks (Claude Code parents a subagent's spans
+    to the delegating call's execution span, which also holds for background agents), else by
+    time: a subagent blocks its caller, so what started after the delegating call and before it
+    returned is the subagent's.
     """
     for step in list(draft.steps):
         for call in step.calls:
-            if (
-                call.name in SUBAGENT_TOOLS
-                and call.subagent is None
-                and call.end_ns > call.start_ns
-            ):
+            if call.name in SUBAGENT_TOOLS and call.subagent is None:
                 _carve(draft, step, call)
 
 
 def _carve(draft: AgentDraft, owner: StepDraft, task: CallDraft) -> None:
-    def inside(ns: int) -> bool:
+    marked = any(
+        step.extra.get("_parent_call") == task.call_id
+        or any(c.extra.get("_parent_call") == task.call_id for c in step.calls)
+        for step in draft.steps
+    )
+
+    def inside(ns: int, mark: Any) -> bool:
+        # the source says whose it is (a span parented to the call's execution), else timing
+        if marked:
+            return bool(mark == task.call_id)
         return task.start_ns < ns < task.end_ns
 
     moved: list[StepDraft] = []
     kept: list[StepDraft] = []
     for step in draft.steps:
-        if step is not owner and step.time_ns and inside(step.time_ns):
+        if (
+            step is not owner
+            and step.time_ns
+            and inside(step.time_ns, step.extra.get("_parent_call"))
+        ):
             moved.append(step)
             continue
-        stray = [c for c in step.calls if c is not task and c.start_ns and inside(c.start_ns)]
+        stray = [
+            c
+            for c in step.calls
+            if c is not task and c.start_ns and inside(c.start_ns, c.extra.get("_parent_call"))
+        ]
         if stray:
             step.calls = [c for c in step.calls if c not in stray]
             for call in stray:
