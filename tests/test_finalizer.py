@@ -292,14 +292,16 @@ def test_a_session_waits_for_its_root_span(
 def test_a_session_is_rebuilt_a_quiet_period_after_its_last_row(
     server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    _send(server, "quiet", _all_requests())
-    # the last rows are committed after their 200, so their quiet period ends after this
+    # the whole session in two requests: sent one span at a time on a busy machine, an early
+    # part could fall quiet (and be rebuilt) before the rest is in
+    _send(server, "quiet", [_load("traces.json"), _load("logs.json")])
+    # every row is committed after its request's 200, so no quiet period ends before this
     sent = time.monotonic()
     while _get(server, "quiet", f"/api/v1/trajectories/{SESSION}").status_code == 404:
         assert time.monotonic() - sent < QUIET_S + 30, _rebuild_state(server)
         time.sleep(0.02)
     elapsed = time.monotonic() - sent
-    assert elapsed >= QUIET_S - 0.05, elapsed
+    assert elapsed >= QUIET_S - 0.25, elapsed  # less the second request's round trip
     # the design target is 2 s from completion to scored; other test runs share these cores,
     # so only a gross miss fails here (the benchmark and the demo report the real figure)
     assert elapsed <= QUIET_S + 5, elapsed
