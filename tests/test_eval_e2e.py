@@ -285,3 +285,46 @@ def test_the_gate_exit_code_follows_the_verdicts(served: RunningServer, name: st
         for call in want["cites"]:
             assert call in done.stdout, (call, done.stdout)
     assert ("gate failed" if failing else "gate passed") in done.stdout
+
+
+@pytest.mark.claude
+@pytest.mark.slow
+def test_a_live_claude_code_run_outside_allowed_tools_is_scored_and_fails_the_gate(
+    tmp_path: Path,
+) -> None:
+    """Real Claude Code (scripted model) exports straight into serve; no capture involved."""
+    from skillsight.demo.scenarios import executed_facts, mismatches, run_scenario
+
+    scenario = build_scenario("allowed_tools_violation", tmp_path / "work" / "project")
+    data = tmp_path / "data"
+    write_and_scan("allowed_tools_violation", scenario.root, data)
+    env = {
+        "SKILLSIGHT_API_KEYS": f"{KEYS['allowed_tools_violation']}:allowed_tools_violation",
+        "SKILLSIGHT_HOST": "127.0.0.1",
+        "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
+        "SKILLSIGHT_EVAL_ENABLED": "true",
+    }
+    with running_server(data, env=env) as server:
+        result = run_scenario(
+            scenario,
+            endpoint=server.otlp_http,
+            protocol="http/protobuf",
+            project_key=KEYS["allowed_tools_violation"],
+        )
+        assert mismatches(result) == []
+        wait_scored(server, 1)
+        activation = activation_of(server, "allowed_tools_violation")
+        assert activation["session_id"] == result.session_id
+        verdicts = {e["evaluator"]: e for e in activation["evaluations"]}
+        assert {name: e["passed"] for name, e in verdicts.items()} == expected_verdicts(
+            "allowed_tools_violation"
+        )
+        (bash,) = [i for i, name, *_ in executed_facts(result) if name == "Bash"]
+        assert verdicts["allowed_tools"]["score"] < 1.0
+        assert verdicts["allowed_tools"]["evidence"]["tool_call_ids"] == [bash]
+        done = cli(
+            "gate", "--api", server.api, "--key", KEYS["allowed_tools_violation"],
+            "--skill", "sales-report", *GATE,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert bash in done.stdout
