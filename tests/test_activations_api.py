@@ -38,7 +38,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 def _wait_for_activations(
     server: RunningServer, session_id: str, timeout: float = 60.0
 ) -> list[dict[str, Any]]:
-    """Poll the API until the session's activations are there (no manual step in between)."""
+    """Poll the API until the session's activations are there (no manual step in between):
+    every row sent is committed, and the finalizer has rebuilt every session they touched."""
+    server.wait_written(timeout=timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found: list[dict[str, Any]] = server.get("/api/v1/activations", session_id=session_id)
