@@ -913,6 +913,51 @@ def eval_run(
     )
 
 
+@eval_app.command("worker")
+def eval_worker(
+    worker: Annotated[
+        str | None,
+        typer.Option(
+            "--worker",
+            help="This worker's share of activations, INDEX/COUNT "
+            "[env SKILLSIGHT_EVAL_WORKER_INDEX, SKILLSIGHT_EVAL_WORKERS].",
+            show_default=False,
+        ),
+    ] = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+) -> None:
+    """Score rebuilt sessions from the store in a process of its own (scaled-out set-ups:
+    collectors and `skillsight worker` rebuilders apart, with SKILLSIGHT_EVAL_ENABLED=0 on the
+    collectors). Stops on SIGTERM after scoring what it found.
+
+    Example: skillsight eval worker --clickhouse clickhouse://ch:8123/skillsight --worker 0/2
+    """
+    from skillsight.collector.worker import parse_shard
+    from skillsight.evaluators._sched_poller import run_eval_worker
+
+    def ready() -> None:
+        print("SKILLSIGHT_EVAL_WORKER_READY", flush=True)
+
+    try:
+        share = parse_shard(worker) if worker else (None, None)
+        settings = _settings(
+            data=data,
+            clickhouse=clickhouse,
+            eval_worker_index=share[0],
+            eval_workers=share[1],
+        )
+        scheduler = asyncio.run(run_eval_worker(settings, on_ready=ready))
+    except SkillsightError as exc:
+        raise _fail(str(exc), 2) from exc
+    stats = scheduler.stats
+    console.print(
+        f"scored {stats.sessions_scored} sessions, {stats.evaluations_written} evaluations "
+        f"({stats.store_failures} sessions failed)",
+        highlight=False,
+    )
+
+
 @skills_app.command("scorecard")
 def skills_scorecard(
     name: Annotated[str, typer.Argument(help="Skill name.")],

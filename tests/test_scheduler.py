@@ -15,14 +15,16 @@ from typing import Any
 import pytest
 
 from skillsight.collector.activations import Activation, VisibleSkill
-from skillsight.collector.finalizer import ActivationsReady
+from skillsight.collector.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
 from skillsight.collector.rebuild import rebuild_session
 from skillsight.collector.store import EmbeddedStore
+from skillsight.collector.store._server import ServerStore
 from skillsight.config import Settings
 from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import ConfigError
 from skillsight.evaluators._sched_context import ContextAssembler
 from skillsight.evaluators._sched_policy import Policy, parse_rates, partition_of, sample_point
+from skillsight.evaluators._sched_poller import RebuiltSessionPoller
 from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.skills import load_skill
 from tests.harness.scenario_captures import CAPTURES
@@ -302,3 +304,40 @@ def test_context_has_the_catalogue_the_manifest_and_the_baseline(
         assembler.context(recorded.model_copy(update={"skill_version": skill.version})).manifest
         == skill
     )
+
+
+# -- the evaluation worker's poller, on the server transport ----------------------------------
+
+
+def test_the_poller_hands_each_new_rebuild_to_the_scheduler_once(server_store: ServerStore) -> None:
+    load(server_store, CAPTURES / "one_skill" / "claude_code")  # type: ignore[arg-type]
+
+    def rebuild() -> Activation:
+        keys = server_store.touched_sessions(0)
+        outcomes, _ = rebuild_sessions(server_store, keys, rebuild=default_rebuild())
+        (outcome,) = outcomes
+        assert outcome.rebuilt is not None
+        (activation,) = outcome.rebuilt.activations
+        return activation
+
+    activation = rebuild()
+
+    async def until(condition: Any) -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+
+    async def go() -> tuple[EvaluationScheduler, RebuiltSessionPoller]:
+        scheduler = EvaluationScheduler(server_store, evaluators=CHEAP)
+        poller = RebuiltSessionPoller(server_store, scheduler, poll_s=0.02)
+        async with scheduler, poller:
+            await until(lambda: scheduler.stats.sessions_scored == 1)
+            assert await poller.poll() == 0  # the same rebuild is not handed over twice
+            await asyncio.to_thread(rebuild)  # rebuilt again (late rows, say): scored again
+            await until(lambda: scheduler.stats.sessions_scored == 2)
+        return scheduler, poller
+
+    scheduler, poller = run(go())
+    assert (poller.sessions_found, poller.errors) == (2, 0)
+    assert scheduler.stats.evaluations_written == 2 * len(CHEAP)
+    rows = server_store.evaluations_of(PROJECT, [activation.activation_id])
+    assert [r["evaluator"] for r in rows[activation.activation_id]] == sorted(CHEAP)

@@ -125,6 +125,7 @@ def run_eval_latency_bench(
         "evaluations_written": health["evaluation"]["evaluations_written"],
         "last_rebuild_pass_ms": health["rebuild"]["last_pass_ms"],
         "last_scoring_ms": health["evaluation"]["last_batch_ms"],
+        "last_rebuild_to_scores_ms": health["evaluation"]["last_latency_ms"],
     }
     verdict = "[green]meets[/]" if report["p95_s"] <= TARGET_S else "[red]misses[/]"
     console.print(

@@ -100,6 +100,8 @@ class SchedulerStats:
     store_failures: int = 0
     last_error: str = ""
     last_batch_ms: float = 0.0
+    last_latency_ms: float = 0.0
+    """From the session's rebuild being stored to its scores being stored."""
 
 
 class EvaluationScheduler:
@@ -232,6 +234,7 @@ class EvaluationScheduler:
             "store_failures": s.store_failures,
             "last_error": s.last_error,
             "last_batch_ms": round(s.last_batch_ms, 1),
+            "last_latency_ms": round(s.last_latency_ms, 1),
         }
 
     # -- scoring ---------------------------------------------------------------------------------
@@ -285,6 +288,9 @@ class EvaluationScheduler:
             try:
                 await self.score(item.project_id, item.activations)
                 self.stats.sessions_scored += 1
+                if item.rebuilt_at_us > 0:
+                    waited_us = time.time_ns() // 1000 - item.rebuilt_at_us
+                    self.stats.last_latency_ms = max(0.0, waited_us / 1000)
             except SkillsightError as exc:
                 self.stats.store_failures += 1
                 self.stats.last_error = f"session {item.session_id}: {exc}"[:500]

@@ -384,6 +384,12 @@ class Store(ABC):
                 out[str(row["activation_id"])].append(row)
         return out
 
+    def rebuilt_sessions(self, since_us: int) -> list[tuple[str, str, int]]:
+        """``(project_id, session_id, rebuilt_us)`` of every session whose latest rebuild was
+        stored after ``since_us`` (the rebuild stamps' clock); for evaluation workers."""
+        rows = self._rows(queries.REBUILT_SESSIONS, {"since": int(since_us)})
+        return [(str(r["project"]), str(r["session_id"]), int(r["rebuilt_us"])) for r in rows]
+
     def scorecard_rows(
         self, project_id: str, skill: str, *, version: str = "", since: datetime | None = None
     ) -> dict[str, list[dict[str, Any]]]:

@@ -337,3 +337,14 @@ FROM (
     LIMIT 1 BY activation_id, evaluator, evaluator_version
 )
 ORDER BY activation_id, evaluator, evaluator_version"""
+
+# Sessions whose rebuild was stored since a point on the stamps' clock, newest rebuild per
+# session: what an evaluation worker (`skillsight eval worker`) owes scores. Like
+# TOUCHED_SESSIONS it spans projects: it finds work, it serves no caller.
+REBUILT_SESSIONS = """
+SELECT project_id AS project, session_id,
+       toUnixTimestamp64Micro(max(rebuilt_at)) AS rebuilt_us
+FROM trajectories
+WHERE rebuilt_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+GROUP BY project_id, session_id
+ORDER BY rebuilt_us"""
