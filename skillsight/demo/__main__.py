@@ -93,10 +93,12 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
     """Wait for the service to rebuild the session's activations by itself, then show them."""
     found: list[dict[str, Any]] = []
     deadline = time.monotonic() + 30
-    while not found and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
-        if not found:
-            time.sleep(0.1)
+        # idle: every row written so far has been looked at, so this is the final rebuild
+        if found and httpx.get(f"{api}/healthz").json()["rebuild"]["idle"]:
+            break
+        time.sleep(0.1)
     if not found:
         console.print("[red]no skill activation was rebuilt from the session[/]")
         return 0
