@@ -404,3 +404,91 @@ def _key(activation: Any) -> tuple[Any, ...]:
         [c.tool_call_id for c in activation.tool_calls],
         activation.integration_message,
     )
+
+
+def test_native_export_and_instrumentor_in_one_trace(tmp_path: Path) -> None:
+    """Real Claude Code exporting natively while skillsight's instrumentor wraps the SDK: both
+    land in one trace with the same toolu ids. Each call appears once, with both sources; the
+    activation and its id are those each source gives alone; the totals are Claude Code's own
+    accounting, counted once."""
+    import asyncio
+    import contextlib
+    from collections.abc import Iterator
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from skillsight.collector import otlp
+    from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+    from skillsight.demo.scenarios import run_scenario_async
+    from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
+    from tests.harness.otlp_capture import OtlpCapture
+    from tests.test_activations import LIMITS, expected_view, observed_view
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = ClaudeAgentSDKInstrumentor()
+
+    @contextlib.contextmanager
+    def instrumentation() -> Iterator[None]:
+        instrumentor.instrument(tracer_provider=provider)
+        try:
+            yield
+        finally:
+            instrumentor.uninstrument()
+
+    with OtlpCapture() as receiver:
+        result = asyncio.run(
+            run_scenario_async(
+                "subagent_skill",
+                workdir=tmp_path,
+                endpoint=receiver.http_endpoint,
+                protocol="http/protobuf",
+                instrumentation=instrumentation,
+            )
+        )
+        bodies = [(c.signal, c.body) for c in receiver.of("traces") + receiver.of("logs")]
+    provider.shutdown()
+    bodies.append((otlp.TRACES, encode_spans(exporter.get_finished_spans()).SerializeToString()))
+    store = EmbeddedStore(tmp_path / "store")
+    store.migrate()
+    for signal, body in bodies:
+        columns = otlp.decode(signal, body, otlp.PROTOBUF, "default", LIMITS).columns
+        if signal == otlp.TRACES:
+            store.insert_spans(columns.to_arrow(SPAN_SCHEMA))
+        else:
+            store.insert_events(columns.to_arrow(EVENT_SCHEMA))
+    spans, events = stored_rows(store)
+    store.close()
+    assert len({s["trace_id"] for s in spans}) == 1
+
+    both = rebuild_session(spans, events)
+    native = rebuild_session([s for s in spans if s["source_convention"] == "claude_code"], events)
+    ours = rebuild_session([s for s in spans if s["source_convention"] != "claude_code"], [])
+    expected = result.scenario.expected.to_json()["activations"]
+    for rebuilt in (both, native, ours):
+        assert [
+            observed_view(a, e) for a, e in zip(rebuilt.activations, expected, strict=True)
+        ] == [expected_view(e) for e in expected]
+    assert [a.activation_id for a in both.activations] == [
+        a.activation_id for a in native.activations
+    ]
+    assert [a.activation_id for a in ours.activations] == [
+        a.activation_id for a in native.activations
+    ]
+    trajectories = [both.trajectory, *(both.trajectory.subagent_trajectories or [])]
+    sources = [
+        (c.extra or {}).get("sources")
+        for t in trajectories
+        for s in t.steps
+        for c in s.tool_calls or ()
+    ]
+    assert sources == [["claude_code", "gen_ai"]] * len(result.scenario.expected.tool_calls)
+    mine, theirs = both.trajectory.final_metrics, native.trajectory.final_metrics
+    assert mine is not None and theirs is not None
+    tokens = ("total_prompt_tokens", "total_completion_tokens", "total_cached_tokens")
+    assert [getattr(mine, k) for k in tokens] == [getattr(theirs, k) for k in tokens]
+    assert mine.total_cost_usd == pytest.approx(theirs.total_cost_usd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from skillsight.collector.trajectories._draft import (
@@ -40,11 +41,61 @@ def merge(primary: AgentDraft, other: AgentDraft) -> None:
     if not primary.model:
         primary.model = other.model
     _fill_request(primary, other)
-    if all(step.usage is None for step in primary.steps) and "total_usage" not in primary.extra:
+    adopted = other.source == "claude_code" and _adopt_usage(primary, other)
+    no_usage = all(step.usage is None for step in primary.steps)
+    if not adopted and no_usage and "total_usage" not in primary.extra:
         totals = _usage_of(other)
         if not totals.empty:
             primary.extra["total_usage"] = totals
     primary.extra.setdefault("merged_sources", []).append(other.source)
+
+
+def _llm_steps(draft: AgentDraft) -> list[StepDraft]:
+    """The agent's LLM calls, its subagents' included, in time order."""
+    steps = [s for s in draft.steps if s.source == "agent" and s.llm_calls]
+    for call in draft.calls():
+        if call.subagent is not None:
+            steps += _llm_steps(call.subagent)
+    return sorted(steps, key=lambda s: s.time_ns)
+
+
+def _adopt_usage(primary: AgentDraft, other: AgentDraft) -> bool:
+    """Take Claude Code's own per-call accounting (exact counts, cost) for the LLM calls the
+    primary source also recorded; True when every call was matched.
+
+    Calls are matched as sequences of the tool calls each made (an answer without tool calls by
+    its text), so a source that saw the subagents nested and one that saw them flat still
+    align.
+    """
+    mine, theirs = _llm_steps(primary), _llm_steps(other)
+
+    def signature(step: StepDraft) -> tuple[str, ...]:
+        # an answer without tool calls is told apart by its text (both sources log it)
+        return tuple(sorted(c.call_id for c in step.calls)) or ("", step.message.strip())
+
+    matcher = difflib.SequenceMatcher(
+        a=[signature(s) for s in mine], b=[signature(s) for s in theirs], autojunk=False
+    )
+    pairs = [
+        (mine[block.a + offset], theirs[block.b + offset])
+        for block in matcher.get_matching_blocks()
+        for offset in range(block.size)
+    ]
+    if not mine or len(pairs) != len(mine) or any(t.usage is None for _, t in pairs):
+        return False  # one accounting per trajectory: all of the calls, or none
+    for step, twin in pairs:
+        step.usage = twin.usage
+        step.extra["usage_from"] = other.source
+    primary.side_usage.add(other.side_usage)
+    primary.side_requests += other.side_requests
+    # calls only Claude Code recorded still cost: counted in the totals, not shown as steps
+    paired = {id(twin) for _, twin in pairs}
+    for twin in theirs:
+        if id(twin) not in paired and twin.usage is not None:
+            primary.side_usage.add(twin.usage)
+            primary.side_requests += 1
+    primary.extra.pop("total_usage", None)
+    return True
 
 
 def _all_calls(draft: AgentDraft) -> list[CallDraft]:
