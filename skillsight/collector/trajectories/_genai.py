@@ -183,6 +183,12 @@ class _Reader:
             if owner is not None:
                 owner.subagent = sub
                 sub.extra["parent_tool_call_id"] = owner.call_id
+                prompt = (owner.arguments or {}).get("prompt")
+                if isinstance(prompt, str) and not any(x.source == "user" for x in sub.steps):
+                    # the task the subagent was given, when its own span did not record it
+                    sub.steps.insert(
+                        0, StepDraft(source="user", time_ns=agent.start_ns, message=prompt)
+                    )
             else:
                 root.steps += sub.steps  # an agent span with no delegating call: same context
         for draft in {id(d): d for d in contexts.values()}.values():
