@@ -67,7 +67,7 @@ def _scored(api: _Client, session_id: str) -> bool:
     if status != 200:
         raise SkillsightError(f"the service answered {status}: {body[:200]!r}")
     found: list[dict[str, Any]] = json.loads(body)
-    return bool(found) and all(a["evaluations"] for a in found)
+    return bool(found) and all(a.get("evaluations") for a in found)  # absent until scored
 
 
 def _time_session(
