@@ -8,6 +8,11 @@ nothing (it loads the embedding model; the end-to-end tests run it)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -341,3 +346,36 @@ def test_the_poller_hands_each_new_rebuild_to_the_scheduler_once(server_store: S
     assert scheduler.stats.evaluations_written == 2 * len(CHEAP)
     rows = server_store.evaluations_of(PROJECT, [activation.activation_id])
     assert [r["evaluator"] for r in rows[activation.activation_id]] == sorted(CHEAP)
+
+
+def test_an_eval_worker_process_scores_what_was_rebuilt(server_store: ServerStore) -> None:
+    """``skillsight eval worker`` against the ClickHouse server transport, as a real process."""
+    load(server_store, CAPTURES / "one_skill" / "claude_code")  # type: ignore[arg-type]
+    keys = server_store.touched_sessions(0)
+    rebuild_sessions(server_store, keys, rebuild=default_rebuild())
+    (activation,) = server_store.list_activations(PROJECT)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "skillsight.cli", "eval", "worker", "--worker", "0/1",
+         "--clickhouse", server_store.address.redacted()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={
+            **os.environ,
+            "SKILLSIGHT_REBUILD_POLL_S": "0.05",
+            "SKILLSIGHT_EVAL_EVALUATORS": "security, allowed_tools",
+        },
+    )  # fmt: skip
+    try:
+        assert worker.stdout is not None
+        assert worker.stdout.readline().strip() == "SKILLSIGHT_EVAL_WORKER_READY"
+        deadline = time.monotonic() + 60
+        while not (rows := stored(server_store, [activation])[activation.activation_id]):
+            assert time.monotonic() < deadline, "the worker scored nothing"
+            time.sleep(0.05)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, output
+    assert rows == ["allowed_tools", "security"]
+    assert "scored 1 sessions, 2 evaluations (0 sessions failed)" in output
