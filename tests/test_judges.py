@@ -9,11 +9,13 @@ shape no capture has (a long trajectory, an injected tool result).
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -124,19 +126,23 @@ def _closed_connections() -> Iterator[None]:
     release_connections()
 
 
-@pytest.fixture(scope="module")
-def one_skill() -> Rebuilt:
-    """The one_skill scenario (Claude Code native telemetry) rebuilt through the real store."""
+def rebuilt(scenario: str) -> Rebuilt:
+    """A scenario capture (Claude Code native telemetry) rebuilt through the real store."""
     with tempfile.TemporaryDirectory() as folder:
         store = EmbeddedStore(Path(folder) / "store")
         store.migrate()
         try:
-            load(store, SCENARIOS / "one_skill" / "claude_code")
+            load(store, SCENARIOS / scenario / "claude_code")
             spans = store.list_spans("default", limit=100_000)
             events = store.list_events("default", limit=100_000)
         finally:
             store.close()
     return rebuild_session(spans, events)
+
+
+@pytest.fixture(scope="module")
+def one_skill() -> Rebuilt:
+    return rebuilt("one_skill")
 
 
 @pytest.fixture
@@ -310,6 +316,44 @@ def test_a_model_litellm_has_a_price_for_is_costed_by_litellm(activation: Activa
     assert (judged.score, judged.judge_model, judged.tokens) == (1.0, "openai/gpt-4o-mini", 1050)
     assert judged.cost_usd == pytest.approx(expected)
     assert judged.cost_usd != pytest.approx(COST)  # not the configured fallback price
+
+
+def test_dispatch_of_a_distractor_is_judged_wrong_against_the_catalogue() -> None:
+    """The distractor scenario: a sales question answered with release-notes. Claude Code's
+    telemetry does not list the visible skills, so the catalogue comes from the context."""
+    (distracted,) = rebuilt("distractor").activations
+    catalogue = (
+        VisibleSkill(name="csv-summary", description="Summarise a CSV file: totals, top groups"),
+        VisibleSkill(name="release-notes", description="Draft release notes"),
+    )
+    server = ScriptedOpenAI(
+        [
+            verdict(
+                check("right_skill", False, [2], "release notes do not answer a sales question"),
+                better_skill="csv-summary",
+                summary="csv-summary fits the request; release-notes does not",
+            )
+        ]
+    )
+    with server as url:
+        judged = judge(url).evaluate(distracted, JudgeContext(catalogue=catalogue))
+    assert (judged.score, judged.passed, judged.label) == (0.0, False, "wrong_skill")
+    assert judged.reason == (
+        "0/1 checks credited; better: csv-summary. "
+        "Judge: csv-summary fits the request; release-notes does not"
+    )
+    assert [(f.kind, f.step_id) for f in judged.findings] == [("check_failed", 2)]
+    (request,) = server.model_requests
+    user = messages(request)["user"]
+    boundary = re.search(
+        r"<<<UNTRUSTED ([0-9a-f]{16}) skill catalogue\n(.*?)\nUNTRUSTED \1>>>", user, re.S
+    )
+    assert boundary is not None
+    assert boundary.group(2) == (
+        "- csv-summary: Summarise a CSV file: totals, top groups\n"
+        "- release-notes: Draft release notes"
+    )
+    assert "## The decision: step 2" in user
 
 
 # --- failures: malformed output, rate limits, server errors ---------------------------------------
@@ -933,3 +977,48 @@ def test_the_judges_bench_measures_a_small_run() -> None:
     assert report["judge_latency_ms_mean"] > 0 and report["render_and_credit_us_per_activation"] > 0
     # 6 judgements at the bench's $0.15 / $0.60 per million tokens, 1,200 in and 80 out each.
     assert report["cost_usd_total"] == pytest.approx(6 * (1200 * 0.15 + 80 * 0.6) / 1e6)
+
+
+def test_judgements_run_concurrently_up_to_the_limit(activation: Activation) -> None:
+    """After a first call, six activations at concurrency 2: requests meet in pairs at a barrier
+    (so two are really in flight together), and never more than two are."""
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, peak
+    pair = threading.Barrier(2, timeout=30)
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if "warm-up" in messages_of(body)["user"]:
+            return dispatch_verdict()  # a client's first call goes alone (see JudgeClient)
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+        pair.wait()
+        with lock:
+            in_flight[0] -= 1
+        return dispatch_verdict()
+
+    many = [
+        activation.model_copy(update={"activation_id": f"c{n}", "request": f"sum file {n}"})
+        for n in range(6)
+    ]
+    server = ScriptedOpenAI(answer)
+    with server as url:
+        dispatch = judge(url, concurrency=2)
+        dispatch.evaluate(activation.model_copy(update={"request": "warm-up"}))
+        batch = dispatch.evaluate_many(many)
+
+        async def two() -> list[Evaluation]:
+            fresh = [a.model_copy(update={"request": f"{a.request}!"}) for a in many[:2]]
+            return list(await asyncio.gather(*(dispatch.aevaluate(a) for a in fresh)))
+
+        # A loop of its own, not asyncio.run: that would replace the main thread's current loop.
+        loop = asyncio.new_event_loop()
+        try:
+            awaited = loop.run_until_complete(two())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+    assert [e.activation_id for e in batch] == [a.activation_id for a in many]
+    assert [e.score for e in batch + awaited] == [1.0] * 8
+    assert all(e.latency_ms > 0 for e in batch)
+    assert in_flight == [0, 2]

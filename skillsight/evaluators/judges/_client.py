@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -190,12 +191,12 @@ class JudgeClient:
 
     def _call(self, litellm: ModuleType, request: dict[str, Any]) -> Any:
         if self._connected.is_set():
-            return litellm.completion(**request)
+            return _off_main_thread(litellm.completion, request)
         # litellm caches one HTTP client per endpoint; concurrent first calls would each build
         # one and all but the cached one would leak their connections. The first call goes alone.
         with self._connecting:
             try:
-                return litellm.completion(**request)
+                return _off_main_thread(litellm.completion, request)
             finally:
                 self._connected.set()
 
@@ -259,6 +260,17 @@ class JudgeClient:
         if retry_after is not None:
             return min(retry_after, settings.max_backoff_s)
         return min(settings.backoff_s * 2.0 ** (attempt - 1), settings.max_backoff_s)
+
+
+def _off_main_thread(call: Callable[..., Any], request: dict[str, Any]) -> Any:
+    """``call(**request)``, from a worker thread when called on the main thread: after each call
+    litellm's timing hook asks ``asyncio.get_event_loop()``, which on the main thread creates
+    and installs an event loop nobody closes (and that a later ``asyncio.run`` then drops
+    unclosed). On other threads the hook makes and closes a loop of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(**request)
+    with ThreadPoolExecutor(1, thread_name_prefix="judge-call") as pool:
+        return pool.submit(call, **request).result()
 
 
 def _parse(response: Any, schema: type[BaseModel], mode: StructuredOutput) -> dict[str, Any]:
