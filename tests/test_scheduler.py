@@ -21,7 +21,7 @@ import pytest
 
 from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.collector.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
-from skillsight.collector.rebuild import rebuild_session
+from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.store import EmbeddedStore
 from skillsight.collector.store._server import ServerStore
 from skillsight.config import Settings
@@ -40,8 +40,8 @@ PROJECT = "default"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Activation:
-    """The one activation of the recorded one_skill session, rebuilt through a real store."""
+def session(tmp_path_factory: pytest.TempPathFactory) -> Rebuilt:
+    """The recorded one_skill session, rebuilt through a real store."""
     store = EmbeddedStore(tmp_path_factory.mktemp("recorded") / "store")
     store.migrate()
     try:
@@ -50,7 +50,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Activation:
         events = store.list_events(PROJECT, limit=100_000)
     finally:
         store.close()
-    (activation,) = rebuild_session(spans, events).activations
+    return rebuild_session(spans, events)
+
+
+@pytest.fixture(scope="module")
+def recorded(session: Rebuilt) -> Activation:
+    """Its one activation."""
+    (activation,) = session.activations
     return activation
 
 
@@ -308,6 +314,31 @@ def test_context_has_the_catalogue_the_manifest_and_the_baseline(
     assert (
         assembler.context(recorded.model_copy(update={"skill_version": skill.version})).manifest
         == skill
+    )
+
+
+def test_a_skills_baseline_starts_from_its_stored_activations(
+    embedded_store: EmbeddedStore, session: Rebuilt, recorded: Activation
+) -> None:
+    """What a restarted service already stored counts at once; the scored one never does."""
+    earlier = copies(recorded, 6)
+    stored_session = Rebuilt(session.session_id, session.trajectory, earlier)
+    embedded_store.write_rebuild(PROJECT, stored_session)
+    baseline = ContextAssembler(embedded_store).context(earlier[0]).baseline
+    assert baseline is not None and baseline.samples == 5  # the other five
+    assert baseline.tool_calls == len(recorded.tool_calls)
+    assert ContextAssembler(embedded_store, seed=False).context(earlier[0]).baseline is None
+
+    async def score() -> list[Any]:
+        async with EvaluationScheduler(embedded_store, evaluators=["efficiency"]) as scheduler:
+            return await scheduler.score(PROJECT, earlier[:1])
+
+    (efficiency,) = run(score())
+    # every metric at the median: 0.5 each (docs/evaluators.md)
+    assert (efficiency.evaluator, efficiency.score, efficiency.label) == (
+        "efficiency",
+        0.5,
+        "efficient",
     )
 
 

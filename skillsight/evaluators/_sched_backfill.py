@@ -60,7 +60,7 @@ def backfill(
     found.reverse()  # oldest first: baselines grow as they did online
     if on_total is not None:
         on_total(len(found))
-    assembler = ContextAssembler(store)
+    assembler = ContextAssembler(store, seed=False)  # baselines grow in start order instead
     report = BackfillReport(activations=len(found))
     for offset in range(0, len(found), batch):
         chunk = found[offset : offset + batch]

@@ -4,7 +4,10 @@
   the skills the agent could see, for telemetry that does not list them;
 - the skill's manifest, when its SKILL.md is readable on this machine (the catalogue's source
   URI, else the activation's contract) and is the version the activation ran;
-- the project's rolling per-skill baseline of earlier activations.
+- the project's rolling per-skill baseline of earlier activations. Online (``seed=True``), a
+  skill's baseline starts from the activations already stored the first time the skill is seen,
+  so a restarted service (or one of several workers) compares with history at once rather than
+  after five new activations; the activation being scored is never part of its own baseline.
 
 Thread-safe: worker threads of the scheduler build contexts at the same time.
 """
@@ -46,9 +49,11 @@ def skill_folder(source_uri: str) -> Path | None:
 class ContextAssembler:
     """Builds an :class:`EvaluationContext` per activation; caches what it reads."""
 
-    def __init__(self, store: Store, *, catalogue_ttl_s: float = 10.0) -> None:
+    def __init__(self, store: Store, *, catalogue_ttl_s: float = 10.0, seed: bool = True) -> None:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
+        self.seed = seed
+        self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, dict[str, Any]]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
         self._baselines: dict[str, RollingBaseline] = {}
@@ -84,6 +89,8 @@ class ContextAssembler:
             and manifest.version != activation.skill_version
         ):
             manifest = None  # the folder changed since it ran: judge by the record alone
+        if self.seed:
+            self._seed(activation)
         return EvaluationContext(
             manifest=manifest,
             baseline=self._baseline(activation.project_id).get(activation.skill_name),
@@ -99,6 +106,20 @@ class ContextAssembler:
             while len(self._observed) > _OBSERVED_MAX:
                 self._observed.popitem(last=False)
         self._baseline(activation.project_id).observe(activation)
+
+    def _seed(self, activation: Activation) -> None:
+        key = (activation.project_id, activation.skill_name)
+        with self._lock:
+            if key in self._seeded:
+                return
+            self._seeded.add(key)
+        baseline = self._baseline(activation.project_id)
+        stored = self.store.list_activations(
+            activation.project_id, skill=activation.skill_name, limit=baseline.window
+        )
+        for earlier in reversed(stored):  # oldest first, as they were observed
+            if earlier.activation_id != activation.activation_id:
+                self.observe(earlier)
 
     def _baseline(self, project_id: str) -> RollingBaseline:
         with self._lock:
