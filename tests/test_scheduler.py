@@ -225,12 +225,16 @@ def test_rescoring_replaces_rows_and_never_duplicates(
     }
 
 
-def test_a_refused_write_is_retried_until_the_store_takes_it(
-    embedded_store: EmbeddedStore, recorded: Activation
+@pytest.mark.parametrize(
+    ("table", "step"),
+    [("evaluations", "writing evaluations"), ("skills", "reading the context")],
+)
+def test_store_errors_are_retried_until_the_store_answers(
+    embedded_store: EmbeddedStore, recorded: Activation, table: str, step: str
 ) -> None:
-    """The evaluations table is renamed away, so every insert really fails, until it is back."""
+    """A table is renamed away, so the statements on it really fail, until it is back."""
     activations = copies(recorded, 3)
-    embedded_store._command("RENAME TABLE evaluations TO evaluations_parked")
+    embedded_store._command(f"RENAME TABLE {table} TO {table}_parked")
 
     async def go() -> EvaluationScheduler:
         async with EvaluationScheduler(
@@ -240,14 +244,15 @@ def test_a_refused_write_is_retried_until_the_store_takes_it(
             while scheduler.stats.store_retries < 2:
                 await asyncio.sleep(0.01)
             await asyncio.to_thread(
-                embedded_store._command, "RENAME TABLE evaluations_parked TO evaluations"
+                embedded_store._command, f"RENAME TABLE {table}_parked TO {table}"
             )
         return scheduler
 
     scheduler = run(go())
     assert scheduler.stats.store_retries >= 2
     assert (scheduler.stats.store_failures, scheduler.stats.sessions_scored) == (0, 1)
-    assert "evaluations" in scheduler.stats.last_error  # what went wrong stays visible
+    assert scheduler.stats.last_error.startswith(f"{step} failed")  # it stays visible
+    assert table in scheduler.stats.last_error
     assert stored(embedded_store, activations) == {
         a.activation_id: sorted(CHEAP) for a in activations
     }

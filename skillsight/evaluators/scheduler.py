@@ -23,9 +23,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 from skillsight.collector.activations import Activation
 from skillsight.collector.finalizer import ActivationsReady
@@ -45,6 +46,7 @@ from skillsight.evaluators._sched_policy import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 __all__ = ["EvaluationScheduler", "SchedulerStats", "Scored", "score_activations"]
 
@@ -245,41 +247,48 @@ class EvaluationScheduler:
 
     async def score(self, project_id: str, activations: Sequence[Activation]) -> list[Evaluation]:
         """Score and store one project's activations now (this worker's share); return the
-        evaluations written. Raises the store error once the retries are spent."""
+        evaluations written. Store errors (reading the context, writing the rows) are retried
+        with backoff; the last one is raised once the retries are spent."""
         started = time.perf_counter()
         own = [a for a in activations if self.mine(a)]
         self.stats.activations_other_workers += len(activations) - len(own)
         if not own:
             return []
-        scored = await asyncio.to_thread(
-            score_activations, own, self.assembler, registry=self.registry, chosen=self.policies
+        scored = await self._retried(
+            "reading the context",
+            lambda: score_activations(
+                own, self.assembler, registry=self.registry, chosen=self.policies
+            ),
         )
         self.stats.sampled_out += scored.sampled_out
         self.stats.evaluator_errors += sum(1 for e in scored.evaluations if e.label == ERROR)
-        await self._write(project_id, scored.evaluations)
+        if scored.evaluations:
+            # A fresh stamp per attempt: the newest write of a key is the one that stays.
+            written = await self._retried(
+                "writing evaluations",
+                lambda: self.store.write_evaluations(
+                    project_id, [e.to_row(time.time_ns() // 1000) for e in scored.evaluations]
+                ),
+            )
+            self.stats.evaluations_written += written
         self.stats.last_batch_ms = (time.perf_counter() - started) * 1000
         return scored.evaluations
 
-    async def _write(self, project_id: str, evaluations: Sequence[Evaluation]) -> None:
-        if not evaluations:
-            return
+    async def _retried(self, what: str, call: Callable[[], T]) -> T:
+        """``call()`` in a worker thread, again after a store error, waiting longer each time."""
         delay = self.backoff_s
         for attempt in range(1, self.retries + 1):
-            # A fresh stamp per attempt: the newest write of a key is the one that stays.
-            rows = [e.to_row(time.time_ns() // 1000) for e in evaluations]
             try:
-                await asyncio.to_thread(self.store.write_evaluations, project_id, rows)
+                return await asyncio.to_thread(call)
             except SkillsightError as exc:
-                self.stats.last_error = f"writing evaluations failed: {exc}"[:500]
+                self.stats.last_error = f"{what} failed: {exc}"[:500]
                 if attempt == self.retries:
                     raise
                 self.stats.store_retries += 1
-                log.warning("writing evaluations failed (attempt %d): %s", attempt, exc)
+                log.warning("%s failed (attempt %d): %s", what, attempt, exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_backoff_s)
-            else:
-                self.stats.evaluations_written += len(rows)
-                return
+        raise AssertionError("unreachable: retries is at least 1")
 
     async def _work(self) -> None:
         while True:
