@@ -909,6 +909,7 @@ def test_judge_settings_come_from_the_environment() -> None:
     assert setup.registry is not None and setup.spend_cap is not None
     assert setup.registry.names == list(RUBRIC_NAMES)
     assert (setup.sample_rate, setup.spend_cap.limit_usd) == (0.25, 2.5)
+    assert setup.rates == dict.fromkeys(RUBRIC_NAMES, 0.25)
     dispatch = setup.registry.get("dispatch")
     assert isinstance(dispatch, JudgeEvaluator)
     assert (dispatch.client.settings.concurrency, dispatch.client.mode) == (3, "tool")
@@ -1022,3 +1023,56 @@ def test_judgements_run_concurrently_up_to_the_limit(activation: Activation) -> 
     assert [e.score for e in batch + awaited] == [1.0] * 8
     assert all(e.latency_ms > 0 for e in batch)
     assert in_flight == [0, 2]
+
+
+def test_calibrate_reads_activation_ids_from_the_store(
+    activation: Activation, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    capture = SCENARIOS / "one_skill" / "claude_code"
+    loaded = runner.invoke(
+        app,
+        ["ingest", str(capture / "traces.json"), str(capture / "logs.json"), "--data", str(data)],
+    )
+    assert loaded.exit_code == 0, loaded.output
+    rebuilt_now = runner.invoke(app, ["rebuild", "--data", str(data)])
+    assert rebuilt_now.exit_code == 0, rebuilt_now.output
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        json.dumps(
+            {"activation_id": activation.activation_id, "rubric": "dispatch", "label": "pass"}
+        )
+        + "\n"
+    )
+    server = ScriptedOpenAI([dispatch_verdict()])
+    with server as url:
+        result = runner.invoke(
+            app,
+            [
+                "judges",
+                "calibrate",
+                str(labelled),
+                "--model",
+                MODEL,
+                "--api-base",
+                url,
+                "--data",
+                str(data),
+                "--json",
+            ],
+            env={"OPENAI_API_KEY": "test-key"},
+        )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rubrics"] == [
+        {
+            "rubric": "dispatch",
+            "scored": 1,
+            "unscored": 0,
+            "accuracy": 1.0,
+            "kappa": None,
+            "confusion": {"pass": {"pass": 1, "fail": 0}, "fail": {"pass": 0, "fail": 0}},
+        }
+    ]
+    # The stored activation is the one the capture rebuilds to: its request reached the judge.
+    (request,) = server.model_requests
+    assert activation.request in messages(request)["user"]

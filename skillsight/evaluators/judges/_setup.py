@@ -29,6 +29,11 @@ class JudgeSetup:
     def enabled(self) -> bool:
         return self.registry is not None
 
+    @property
+    def rates(self) -> dict[str, float]:
+        """The sampling rate of each judge, by evaluator name (for the scheduler's policies)."""
+        return {name: self.sample_rate for name in (self.registry.names if self.registry else ())}
+
 
 def judge_settings(settings: Settings) -> JudgeSettings:
     """The judge call policy the service settings describe (the key comes from the
