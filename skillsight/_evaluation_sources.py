@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from skillsight.api.evaluation_models import ScorecardOut, ScoredActivationOut
-from skillsight.api.scorecard import scorecard, scored_activation
+from skillsight.api.scorecard import scorecard, scored_activation, window_start
 from skillsight.collector.store import Store
 from skillsight.errors import SkillsightError
 
@@ -54,8 +55,6 @@ class StoreEvaluations:
         version: str,
         limit: int,
     ) -> list[ScoredActivationOut]:
-        from skillsight.api.scorecard import window_start
-
         rows = self.store.evaluations_below(
             self.project_id,
             skill,
@@ -95,7 +94,9 @@ class ApiEvaluations:
             "since": since.isoformat() if since else None,
             "version": version,
         }
-        return ScorecardOut.model_validate(self._get(f"/api/v1/skills/{skill}/scorecard", params))
+        return ScorecardOut.model_validate(
+            self._get(f"/api/v1/skills/{quote(skill, safe='')}/scorecard", params)
+        )
 
     def below(
         self,
@@ -116,5 +117,5 @@ class ApiEvaluations:
             "version": version,
             "limit": limit,
         }
-        rows = self._get(f"/api/v1/skills/{skill}/evaluations", params)
+        rows = self._get(f"/api/v1/skills/{quote(skill, safe='')}/evaluations", params)
         return [ScoredActivationOut.model_validate(r) for r in rows]
