@@ -292,7 +292,10 @@ def _parse(response: Any, schema: type[BaseModel], mode: StructuredOutput) -> di
     try:
         return schema.model_validate(data).model_dump(mode="json")
     except ValidationError as exc:
-        raise _Malformed(f"does not match the schema: {_first_line(exc)}") from exc
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'verdict'}: {e['msg']}" for e in exc.errors()[:3]
+        )
+        raise _Malformed(f"does not match the schema: {problems}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
