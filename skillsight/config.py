@@ -156,6 +156,9 @@ class Settings:
         0, "int", "this scheduler's share of activations, 0..eval_workers-1 (by id hash)"
     )
     eval_workers: int = _setting(1, "int", "schedulers splitting the activations between them")
+    eval_warm_up: bool = _setting(
+        True, "bool", "load the embedding model when the service starts, not at the first score"
+    )
 
     def __post_init__(self) -> None:
         if self.api_keys is None:

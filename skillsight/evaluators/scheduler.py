@@ -127,6 +127,7 @@ class EvaluationScheduler:
         max_backoff_s: float = 10.0,
         assembler: ContextAssembler | None = None,
         drain_timeout_s: float = 120.0,
+        warm_up: bool = False,
     ) -> None:
         index, count = worker
         if count < 1 or not 0 <= index < count:
@@ -148,6 +149,8 @@ class EvaluationScheduler:
         self.max_backoff_s = max_backoff_s
         self.assembler = assembler or ContextAssembler(store)
         self.drain_timeout_s = drain_timeout_s
+        self.warm_up = warm_up
+        self._warming: asyncio.Task[None] | None = None
         self.stats = SchedulerStats()
         self._queue: asyncio.Queue[ActivationsReady] = asyncio.Queue(queue_max)
         self._busy = 0
@@ -178,11 +181,15 @@ class EvaluationScheduler:
             worker=(settings.eval_worker_index, settings.eval_workers),
             retries=settings.eval_retries,
             backoff_s=settings.eval_retry_backoff_s,
+            warm_up=settings.eval_warm_up,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> EvaluationScheduler:
+        if self.warm_up and "skill_selection" in self.policies:
+            # Loading the model takes seconds; done now, the first activation is not held up.
+            self._warming = asyncio.create_task(self._warm_up(), name="skillsight-embedder")
         self._tasks = [
             asyncio.create_task(self._work(), name=f"skillsight-evaluation-{i}")
             for i in range(self.concurrency)
@@ -199,12 +206,22 @@ class EvaluationScheduler:
             await asyncio.wait_for(self._queue.join(), self.drain_timeout_s)
         except TimeoutError:
             log.error("evaluation scheduler left %d sessions unscored", self._queue.qsize())
+        if self._warming is not None:
+            await self._warming  # the loading thread cannot be interrupted anyway
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+
+    async def _warm_up(self) -> None:
+        from skillsight.evaluators._embedding import default_embedder
+
+        try:
+            await asyncio.to_thread(default_embedder().embed, ["warm-up"])
+        except SkillsightError as exc:  # scoring reports it per activation later
+            log.warning("the embedding model did not load: %s", exc)
 
     async def submit(self, item: ActivationsReady) -> None:
         """The finalizer's subscriber: queue a rebuilt session (waits while the queue is full)."""
