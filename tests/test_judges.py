@@ -42,7 +42,14 @@ from skillsight.demo.scripted_openai import (
 )
 from skillsight.demo.scripted_openai import ToolCall as ScriptedToolCall
 from skillsight.errors import ConfigError, EvaluatorError
-from skillsight.evaluators import Evaluation, Evidence, Finding
+from skillsight.evaluators import (
+    DETERMINISTIC,
+    Evaluation,
+    Evidence,
+    Finding,
+    deterministic_registry,
+    run_evaluators,
+)
 from skillsight.evaluators.judges import (
     NOT_EVALUATED,
     RUBRIC_NAMES,
@@ -56,6 +63,7 @@ from skillsight.evaluators.judges import (
     SpendCap,
     Verdict,
     VerdictCache,
+    build_judges,
     cohen_kappa,
     judge_registry,
     load_labelled,
@@ -1076,3 +1084,41 @@ def test_calibrate_reads_activation_ids_from_the_store(
     # The stored activation is the one the capture rebuilds to: its request reached the judge.
     (request,) = server.model_requests
     assert activation.request in messages(request)["user"]
+
+
+def test_judges_run_beside_the_deterministic_evaluators_in_one_registry(
+    activation: Activation, embedded_store: Store
+) -> None:
+    """What the scheduler does with a session: every evaluator of one registry over its
+    activations (run_evaluators), judges included, rows written together."""
+    registry = deterministic_registry()
+    server = ScriptedOpenAI(
+        [
+            dispatch_verdict(),
+            verdict(
+                check("in_scope", True, [3]),
+                check("followed_procedure", True, [3]),
+                check("allowed_tools", True, [3]),
+            ),
+        ]
+    )
+    with server as url:
+        judges = build_judges(settings(url), ["dispatch", "internal_trajectory", "behavior_check"])
+        for judge_evaluator in judges:
+            registry.register(judge_evaluator)
+        # skill_selection left out only to keep the test fast (it loads an embedding model).
+        names = [n for n in registry.names if n != "skill_selection"]
+        evaluations = run_evaluators([activation], registry=registry, names=names)
+    by_name = {e.evaluator: e for e in evaluations}
+    deterministic = [n for n in DETERMINISTIC if n != "skill_selection"]
+    assert list(by_name) == [*deterministic, "dispatch", "internal_trajectory", "behavior_check"]
+    assert [(by_name[n].score, by_name[n].label, by_name[n].judge_model) for n in judges.names] == [
+        (1.0, "right_skill", MODEL),
+        (1.0, "in_contract", MODEL),
+        (None, "not_applicable", ""),
+    ]
+    assert all(by_name[n].judge_model == "" for n in deterministic)
+    assert len(server.model_requests) == 2
+    embedded_store.write_evaluations("default", [e.to_row(1) for e in evaluations])
+    stored = embedded_store.list_evaluations("default", activation.activation_id)
+    assert sorted(r["evaluator"] for r in stored) == sorted(by_name)
