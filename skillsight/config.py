@@ -157,7 +157,7 @@ class Settings:
     )
     eval_workers: int = _setting(1, "int", "schedulers splitting the activations between them")
     eval_warm_up: bool = _setting(
-        True, "bool", "load the embedding model when the service starts, not at the first score"
+        True, "bool", "skillsight serve loads the embedding model at start, not at the first score"
     )
 
     def __post_init__(self) -> None:

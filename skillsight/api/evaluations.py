@@ -33,13 +33,20 @@ from skillsight.evaluators.scheduler import EvaluationScheduler
 
 
 async def wire_scheduler(
-    stack: AsyncExitStack, store: Store, settings: Settings, collector: Collector
+    stack: AsyncExitStack,
+    store: Store,
+    settings: Settings,
+    collector: Collector,
+    *,
+    warm_up: bool = False,
 ) -> EvaluationScheduler | None:
     """Enter an evaluation scheduler fed by the collector's finalizer, before the collector is
-    entered (so the scheduler outlives the finalizer's last flush); None when disabled."""
+    entered (so the scheduler outlives the finalizer's last flush); None when disabled.
+    ``warm_up`` (the long-running service) loads the embedding model at once."""
     if not settings.eval_enabled or collector.finalizer is None:
         return None
     scheduler = EvaluationScheduler.from_settings(store, settings)
+    scheduler.warm_up = warm_up and settings.eval_warm_up
     collector.finalizer.subscribe(scheduler.submit)
     await stack.enter_async_context(scheduler)
     return scheduler

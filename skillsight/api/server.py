@@ -71,7 +71,7 @@ async def serve(
         async with AsyncExitStack() as stack:
             # the evaluation scheduler is entered first so it outlives the finalizer's flush
             collector = Collector(store, settings)
-            scheduler = await wire_scheduler(stack, store, settings, collector)
+            scheduler = await wire_scheduler(stack, store, settings, collector, warm_up=True)
             await stack.enter_async_context(collector)
             grpc_receiver = await stack.enter_async_context(
                 GrpcReceiver(collector, host, settings.otlp_grpc_port)

@@ -181,7 +181,6 @@ class EvaluationScheduler:
             worker=(settings.eval_worker_index, settings.eval_workers),
             retries=settings.eval_retries,
             backoff_s=settings.eval_retry_backoff_s,
-            warm_up=settings.eval_warm_up,
         )
 
     # -- lifecycle -------------------------------------------------------------------------------
