@@ -7,6 +7,7 @@ through an unmodified client (or reads the raw wire) and checks what it parsed.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -374,12 +375,32 @@ def test_unknown_paths_and_non_json_bodies_get_errors() -> None:
 # --- litellm ----------------------------------------------------------------------------------
 
 
+class _OffMainThread:
+    """litellm with each ``completion`` (and a stream's consumption) on a worker thread.
+
+    On the main thread litellm's timing hook installs an event loop that nobody closes, and a
+    later ``asyncio.run`` drops it unclosed: a ResourceWarning in whichever test runs then. On
+    other threads the hook closes its own loop (the judge runtime does the same).
+    """
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+
+    def completion(self, **request: Any) -> Any:
+        def call() -> Any:
+            response = self._module.completion(**request)
+            return list(response) if request.get("stream") else response
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(call).result()
+
+
 @pytest.fixture(scope="module")
 def litellm() -> Any:
     with pytest.MonkeyPatch.context() as patch:
         # Without this litellm fetches its model price list from the network at import.
         patch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        return pytest.importorskip("litellm")
+        return _OffMainThread(pytest.importorskip("litellm"))
 
 
 def test_litellm_json_schema_judgement_after_a_429(litellm: Any) -> None:
