@@ -9,7 +9,7 @@ import shlex
 from dataclasses import dataclass
 
 from skillsight.evaluators.security._roots import Roots
-from skillsight.skills._shell import split_commands
+from skillsight.skills import split_commands
 
 _WRAPPERS = frozenset({"sudo", "doas", "command", "exec", "nohup", "time", "nice", "env"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
