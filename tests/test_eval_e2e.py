@@ -328,3 +328,16 @@ def test_a_live_claude_code_run_outside_allowed_tools_is_scored_and_fails_the_ga
         )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert bash in done.stdout
+
+
+@pytest.mark.slow
+def test_the_latency_bench_times_sessions_through_a_real_serve() -> None:
+    from rich.console import Console
+
+    from skillsight.bench.eval_latency import run_eval_latency_bench
+
+    report = run_eval_latency_bench(sessions=3, quiet_s=0.2, console=Console(quiet=True))
+    # the untimed first session and three timed ones, one activation each, seven evaluators
+    assert report["evaluations_written"] == 4 * len(DETERMINISTIC)
+    assert 0 < report["p50_s"] <= report["p95_s"] <= report["max_s"] < 60
+    assert (report["sessions"], report["quiet_s"], report["target_s"]) == (3, 0.2, 2.0)
