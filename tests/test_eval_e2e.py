@@ -29,7 +29,11 @@ from tests.support.serve import RunningServer, running_server
 
 THRESHOLDS = {e.name: e.threshold for e in deterministic_registry()}
 SCENARIOS = ("one_skill", "allowed_tools_violation", "distractor", "skipped_script", "security")
-KEYS = {name: f"key-{name}" for name in SCENARIOS}
+# Each capture twice: Claude Code's native telemetry (project = the scenario's name) and the
+# OpenInference instrumentor's spans of the same scripted run (project "oi-<name>").
+SOURCES = {"claude_code": "", "openinference": "oi-"}
+CASES = [(name, prefix + name) for prefix in SOURCES.values() for name in SCENARIOS]
+KEYS = {project: f"key-{project}" for _, project in CASES}
 GATE = (
     "--min",
     "allowed_tools=1.0",
@@ -55,14 +59,16 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     )
 
 
-def write_and_scan(name: str, root: Path, data: Path) -> None:
-    """The scenario's project files at ``root``, its skills recorded in project ``name``."""
+def write_and_scan(name: str, root: Path, data: Path, projects: tuple[str, ...] = ()) -> None:
+    """The scenario's project files at ``root``, its skills recorded in each of ``projects``
+    (default: the project named as the scenario)."""
     build_scenario(name, root).write()
-    done = cli(
-        "skills", "scan", str(root / ".claude" / "skills"), "--store", "--data", str(data),
-        "--project", name,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    for project in projects or (name,):
+        done = cli(
+            "skills", "scan", str(root / ".claude" / "skills"), "--store", "--data", str(data),
+            "--project", project,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
 
 
 def wait_scored(server: RunningServer, sessions: int, timeout: float = 120.0) -> dict[str, Any]:
@@ -89,13 +95,17 @@ def get(server: RunningServer, project: str, path: str, **params: Any) -> Any:
     return response.json()
 
 
-def send_capture(server: RunningServer, name: str) -> None:
+def send_capture(server: RunningServer, name: str, project: str) -> None:
     capture = load_capture(name)
-    for request in (capture.native_traces, capture.native_logs):
+    if project.startswith(SOURCES["openinference"]):
+        requests = [capture.openinference_traces]
+    else:
+        requests = [capture.native_traces, capture.native_logs]
+    for request in requests:
         response = httpx.post(
             f"{server.otlp_http}/v1/{request.signal}",
             content=request.body,
-            headers={"content-type": request.content_type, "x-skillsight-key": KEYS[name]},
+            headers={"content-type": request.content_type, "x-skillsight-key": KEYS[project]},
             timeout=30,
         )
         assert response.status_code == 200, response.text
@@ -106,17 +116,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One serve with every scenario's capture replayed into its own project and scored."""
     data = tmp_path_factory.mktemp("eval-e2e") / "data"
     for name in SCENARIOS:
-        write_and_scan(name, Path(load_capture(name).manifest["project_root"]), data)
+        root = Path(load_capture(name).manifest["project_root"])
+        write_and_scan(name, root, data, tuple(p for n, p in CASES if n == name))
     env = {
-        "SKILLSIGHT_API_KEYS": ",".join(f"{key}:{name}" for name, key in KEYS.items()),
+        "SKILLSIGHT_API_KEYS": ",".join(f"{key}:{project}" for project, key in KEYS.items()),
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
         "SKILLSIGHT_EVAL_ENABLED": "true",
     }
     with running_server(data, env=env) as server:
-        for name in SCENARIOS:
-            send_capture(server, name)
-        wait_scored(server, len(SCENARIOS))
+        for name, project in CASES:
+            send_capture(server, name, project)
+        wait_scored(server, len(CASES))
         yield server
 
 
@@ -134,9 +145,11 @@ def expected_verdicts(name: str) -> dict[str, bool | None]:
     return {**{e["evaluator"]: e["passed"] for e in expected}, "efficiency": None}
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_each_scenario_is_scored_as_its_manifest_expects(served: RunningServer, name: str) -> None:
-    activation = activation_of(served, name)
+@pytest.mark.parametrize(("name", "project"), CASES)
+def test_each_scenario_is_scored_as_its_manifest_expects(
+    served: RunningServer, name: str, project: str
+) -> None:
+    activation = activation_of(served, project)
     evaluations = activation["evaluations"]
     assert [e["evaluator"] for e in evaluations] == list(DETERMINISTIC)
     assert {e["evaluator"]: e["passed"] for e in evaluations} == expected_verdicts(name)
