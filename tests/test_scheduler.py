@@ -19,14 +19,16 @@ from typing import Any
 
 import pytest
 
+from skillsight.api.scorecard import scorecard
 from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.collector.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
-from skillsight.collector.store import EmbeddedStore
+from skillsight.collector.store import EmbeddedStore, Store
 from skillsight.collector.store._server import ServerStore
 from skillsight.config import Settings
 from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import ConfigError
+from skillsight.evaluators import Evaluation
 from skillsight.evaluators._sched_context import ContextAssembler
 from skillsight.evaluators._sched_policy import Policy, parse_rates, partition_of, sample_point
 from skillsight.evaluators._sched_poller import RebuiltSessionPoller
@@ -415,3 +417,59 @@ def test_an_eval_worker_process_scores_what_was_rebuilt(server_store: ServerStor
     assert worker.returncode == 0, output
     assert rows == ["allowed_tools", "security"]
     assert "scored 1 sessions, 2 evaluations (0 sessions failed)" in output
+
+
+# -- the scorecard and gate queries, on both transports ---------------------------------------
+
+
+def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Activation) -> None:
+    first, second, third = (
+        a.model_copy(update={"skill_version": version})
+        for a, version in zip(copies(recorded, 3), ("v1", "v1", "v2"), strict=True)
+    )
+    store.write_rebuild(
+        PROJECT, Rebuilt(session.session_id, session.trajectory, [first, second, third])
+    )
+
+    def security(activation: Activation, score: float | None) -> dict[str, Any]:
+        return Evaluation(
+            activation_id=activation.activation_id,
+            evaluator="security",
+            version="1",
+            score=score,
+            passed=None if score is None else score >= 1.0,
+            label="clean" if score == 1.0 else "unsafe" if score is not None else "not_applicable",
+            reason="",
+            skill_name=activation.skill_name,
+            skill_version=activation.skill_version,
+        ).to_row(1_000)
+
+    stale = security(second, 1.0)  # replaced below by a newer row of the same key
+    store.write_evaluations(PROJECT, [stale, security(first, 1.0), security(third, None)])
+    store.write_evaluations(PROJECT, [{**security(second, 0.5), "evaluated_at_us": 2_000}])
+    card = scorecard(store, PROJECT, recorded.skill_name, window="all")
+    line = {"evaluator": "security", "activations": 2, "scored": 2, "passed": 1}
+    assert card.activations == 3
+    assert [e.model_dump() for e in card.evaluators] == [
+        {**line, "activations": 3, "pass_rate": 0.5, "mean_score": 0.75, "min_score": 0.5}
+    ]
+    unscored = {"pass_rate": None, "mean_score": None, "min_score": None}
+    # same start for all three: versions then go by name
+    versions = [
+        (v.version, v.activations, [e.model_dump() for e in v.evaluators]) for v in card.versions
+    ]
+    assert versions == [
+        ("v1", 2, [{**line, "pass_rate": 0.5, "mean_score": 0.75, "min_score": 0.5}]),
+        ("v2", 1, [{**line, "activations": 1, "scored": 0, "passed": 0, **unscored}]),
+    ]
+    assert [(p.day, p.activations, p.scored, p.pass_rate) for p in card.trend] == [
+        (recorded.started_at[:10], 3, 2, 0.5)
+    ]
+    below = store.evaluations_below(PROJECT, recorded.skill_name, 1.0, evaluator="security")
+    assert [(r["activation_id"], r["score"], r["skill_version"]) for r in below] == [
+        (second.activation_id, 0.5, "v1")
+    ]
+    assert store.evaluations_below(PROJECT, recorded.skill_name, 0.5) == []
+    only_v2 = scorecard(store, PROJECT, recorded.skill_name, window="all", version="v2")
+    assert (only_v2.activations, only_v2.evaluators[0].scored) == (1, 0)
+    assert scorecard(store, "other-project", recorded.skill_name, window="all").activations == 0

@@ -131,9 +131,9 @@ class EvaluationScheduler:
     ) -> None:
         index, count = worker
         if count < 1 or not 0 <= index < count:
-            raise SkillsightError(f"worker {index} of {count}: need 0 <= index < count")
+            raise ConfigError(f"worker {index} of {count}: need 0 <= index < count")
         if concurrency < 1 or queue_max < 1 or retries < 1:
-            raise SkillsightError("concurrency, queue_max and retries must be positive")
+            raise ConfigError("concurrency, queue_max and retries must be positive")
         self.store = store
         self.registry = registry or deterministic_registry()
         names = list(evaluators) if evaluators is not None else self.registry.names
