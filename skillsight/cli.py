@@ -866,7 +866,9 @@ def eval_run(
         list[str] | None,
         typer.Option(
             "--evaluator",
-            help="Only this evaluator (repeatable; default: all seven).",
+            help="Only this evaluator, on every activation (repeatable; default: the seven "
+            "deterministic ones, plus the LLM judges on their sampled share when "
+            "SKILLSIGHT_JUDGE_MODEL is set).",
             show_default=False,
         ),
     ] = None,
@@ -882,13 +884,16 @@ def eval_run(
     """
     from skillsight.collector.store import open_store
     from skillsight.evaluators._sched_backfill import backfill
+    from skillsight.evaluators._service import service_evaluators
 
     settings = None
     try:
         settings = _settings(data=data, clickhouse=clickhouse)
+        service = service_evaluators(settings)
         store = open_store(settings)
     except SkillsightError as exc:
         raise _fail(_explain_store_error(exc, settings), 2) from exc
+    err.print(service.judges, highlight=False)
     try:
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("scoring activations", total=None)
@@ -898,6 +903,9 @@ def eval_run(
                 since=since,
                 skill=skill,
                 evaluators=evaluator or None,
+                registry=service.registry,
+                rates=None if evaluator else service.rates,
+                trajectories=service.needs_trajectories,
                 on_total=lambda n: progress.update(task, total=n),
                 on_progress=lambda n: progress.advance(task, n),
             )

@@ -9,7 +9,7 @@ as online; rows replace earlier ones of the same (activation, evaluator, version
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -44,23 +44,27 @@ def backfill(
     skill: str = "",
     evaluators: Iterable[str] | None = None,
     registry: Registry | None = None,
+    rates: Mapping[str, float] | None = None,
+    trajectories: bool = False,
     batch: int = 500,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> BackfillReport:
     """Score every current activation of the project (started since ``since``, of ``skill``)
-    with the chosen evaluators (all seven by default) and store the rows."""
+    with the chosen evaluators (all of ``registry`` by default, each at its ``rates`` share)
+    and store the rows. ``trajectories`` reads each session's trajectory for the judges."""
     started = time.perf_counter()
     registry = registry or deterministic_registry()
     names = list(evaluators) if evaluators is not None else registry.names
     for name in names:
         registry.get(name)  # an unknown name fails before any work
-    chosen = policies(names)
+    chosen = policies(names, rates=rates)
     found = store.list_activations(project_id, skill=skill, since=since, limit=MAX_ACTIVATIONS)
     found.reverse()  # oldest first: baselines grow as they did online
     if on_total is not None:
         on_total(len(found))
-    assembler = ContextAssembler(store, seed=False)  # baselines grow in start order instead
+    # baselines grow in start order instead of being seeded
+    assembler = ContextAssembler(store, seed=False, trajectories=trajectories)
     report = BackfillReport(activations=len(found))
     for offset in range(0, len(found), batch):
         chunk = found[offset : offset + batch]

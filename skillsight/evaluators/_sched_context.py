@@ -25,9 +25,11 @@ from urllib.parse import unquote, urlsplit
 
 from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.collector.store import Store
+from skillsight.collector.trajectories.atif import Trajectory
 from skillsight.errors import SkillError
 from skillsight.evaluators._baseline import RollingBaseline
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators.judges import judge_context
 from skillsight.skills import SkillManifest, load_skill
 
 log = logging.getLogger(__name__)
@@ -49,10 +51,19 @@ def skill_folder(source_uri: str) -> Path | None:
 class ContextAssembler:
     """Builds an :class:`EvaluationContext` per activation; caches what it reads."""
 
-    def __init__(self, store: Store, *, catalogue_ttl_s: float = 10.0, seed: bool = True) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        catalogue_ttl_s: float = 10.0,
+        seed: bool = True,
+        trajectories: bool = False,
+    ) -> None:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
         self.seed = seed
+        self.trajectories = trajectories
+        """Also read the session's trajectory (for judges whose prompt shows it)."""
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, dict[str, Any]]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
@@ -91,11 +102,24 @@ class ContextAssembler:
             manifest = None  # the folder changed since it ran: judge by the record alone
         if self.seed:
             self._seed(activation)
-        return EvaluationContext(
+        context = EvaluationContext(
             manifest=manifest,
             baseline=self._baseline(activation.project_id).get(activation.skill_name),
             catalogue=visible,
         )
+        if not self.trajectories:
+            return context
+        return judge_context(context, trajectory=self._trajectory(activation))
+
+    def _trajectory(self, activation: Activation) -> Trajectory | None:
+        document = self.store.get_trajectory(activation.project_id, activation.session_id)
+        if document is None:
+            return None
+        try:
+            return Trajectory.model_validate_json(document)
+        except ValueError:
+            log.warning("stored trajectory of session %s does not parse", activation.session_id)
+            return None
 
     def observe(self, activation: Activation) -> None:
         """Add a scored activation to its skill's baseline (once, however often rescored)."""

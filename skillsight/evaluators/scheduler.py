@@ -39,11 +39,11 @@ from skillsight.evaluators._registry import Registry, deterministic_registry, ru
 from skillsight.evaluators._sched_context import ContextAssembler
 from skillsight.evaluators._sched_policy import (
     Policy,
-    parse_rates,
     partition_of,
     policies,
     split_names,
 )
+from skillsight.evaluators._service import service_evaluators
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -158,8 +158,11 @@ class EvaluationScheduler:
 
     @classmethod
     def from_settings(cls, store: Store, settings: Settings) -> EvaluationScheduler:
-        """The scheduler ``skillsight serve`` runs, configured by the ``eval_*`` settings."""
-        registry = deterministic_registry()
+        """The scheduler ``skillsight serve`` runs, configured by the ``eval_*`` settings, with
+        the LLM judges when ``SKILLSIGHT_JUDGE_MODEL`` names one."""
+        service = service_evaluators(settings)
+        registry = service.registry
+        log.info("evaluation: %s", service.judges)
         wanted = split_names(settings.eval_evaluators)
         unknown = sorted(wanted - set(registry.names))
         if unknown:
@@ -172,7 +175,8 @@ class EvaluationScheduler:
             store,
             registry=registry,
             evaluators=names,
-            rates=parse_rates(settings.eval_sample, registry.names),
+            rates=service.rates,
+            assembler=ContextAssembler(store, trajectories=service.needs_trajectories),
             skills=split_names(settings.eval_skills),
             agents=split_names(settings.eval_agents),
             projects=split_names(settings.eval_projects),

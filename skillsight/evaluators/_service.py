@@ -1,0 +1,37 @@
+"""The evaluators the service runs: the deterministic seven on everything, plus the LLM judges
+when a judge model is configured, each judge on its sampled share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillsight.config import Settings
+from skillsight.evaluators._registry import Registry, deterministic_registry
+from skillsight.evaluators._sched_policy import parse_rates
+from skillsight.evaluators.judges import judge_registry
+
+# Rubrics whose prompt shows the agent's text around the decision, read from the trajectory.
+_TRAJECTORY_RUBRICS = frozenset({"dispatch"})
+
+
+@dataclass(frozen=True)
+class ServiceEvaluators:
+    registry: Registry
+    rates: dict[str, float] = field(default_factory=dict)
+    judges: str = ""
+    """One line for the log: which judges run, or why none do."""
+
+    @property
+    def needs_trajectories(self) -> bool:
+        return bool(_TRAJECTORY_RUBRICS & set(self.registry.names))
+
+
+def service_evaluators(settings: Settings) -> ServiceEvaluators:
+    """Deterministic evaluators and configured judges; ``SKILLSIGHT_EVAL_SAMPLE`` rates win over
+    ``SKILLSIGHT_JUDGE_SAMPLE_RATE`` for the evaluators it names."""
+    registry = deterministic_registry()
+    setup = judge_registry(settings)
+    for judge in setup.registry or ():
+        registry.register(judge)
+    rates = {**setup.rates, **parse_rates(settings.eval_sample, registry.names)}
+    return ServiceEvaluators(registry, rates, setup.reason)

@@ -1,0 +1,170 @@
+"""LLM judges in the service: the same registry and scheduler as the deterministic evaluators.
+
+``skillsight eval run`` and the online scheduler pick the judges up from the settings
+(``SKILLSIGHT_JUDGE_MODEL`` and friends), read the session's trajectory for the dispatch rubric,
+and store the judge's verdict beside the deterministic scores. The model is the scripted
+OpenAI-compatible server, reached through litellm's real client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from skillsight.cli import app
+from skillsight.collector.finalizer import ActivationsReady
+from skillsight.collector.rebuild import rebuild_session
+from skillsight.collector.store import EmbeddedStore
+from skillsight.config import Settings
+from skillsight.demo.scripted_openai import Json, Reply, ScriptedOpenAI, Usage
+from skillsight.evaluators import DETERMINISTIC
+from skillsight.evaluators.judges import release_connections
+from skillsight.evaluators.scheduler import EvaluationScheduler
+from tests.test_activations import SCENARIOS, load
+
+MODEL = "openai/judge-test"
+USAGE = Usage(input_tokens=1000, output_tokens=50)
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _closed_connections() -> Iterator[None]:
+    yield
+    release_connections()
+
+
+def dispatch_verdict(body: dict[str, Any]) -> Reply:
+    """A verdict crediting the decision step the prompt names (any other rubric: not asked)."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    step = int(re.search(r"## The decision: step (\d+)", user).group(1))  # type: ignore[union-attr]
+    return Reply(
+        [
+            Json(
+                {
+                    "checks": [
+                        {
+                            "check": "right_skill",
+                            "satisfied": True,
+                            "step_ids": [step],
+                            "reason": "the request asks for CSV totals",
+                        }
+                    ],
+                    "better_skill": None,
+                    "summary": "csv-summary fits",
+                }
+            )
+        ],
+        usage=USAGE,
+    )
+
+
+def judge_env(url: str) -> dict[str, str]:
+    return {
+        "SKILLSIGHT_JUDGE_MODEL": MODEL,
+        "SKILLSIGHT_JUDGE_API_BASE": url,
+        "SKILLSIGHT_JUDGE_SAMPLE_RATE": "1.0",
+        "SKILLSIGHT_JUDGE_INPUT_USD_PER_MTOK": "2.0",
+        "SKILLSIGHT_JUDGE_OUTPUT_USD_PER_MTOK": "8.0",
+        "OPENAI_API_KEY": "test-key",
+    }
+
+
+@pytest.fixture
+def one_skill(tmp_path: Path) -> tuple[Path, str]:
+    """An embedded store holding the rebuilt one_skill session; (data dir, activation id)."""
+    data = tmp_path / "data"
+    store = EmbeddedStore(data)
+    try:
+        store.migrate()
+        load(store, SCENARIOS / "one_skill" / "claude_code")
+        spans = store.list_spans("default", limit=100_000)
+        events = store.list_events("default", limit=100_000)
+        rebuilt = rebuild_session(spans, events)
+        store.write_rebuild("default", rebuilt)
+        (activation,) = rebuilt.activations
+    finally:
+        store.close()
+    return data, activation.activation_id
+
+
+def test_eval_run_judges_dispatch_with_the_session_trajectory(
+    one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, activation_id = one_skill
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        for name, value in judge_env(url).items():
+            monkeypatch.setenv(name, value)
+        result = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "LLM judges" in result.output and MODEL in result.output
+
+    (request,) = server.model_requests
+    user = next(m["content"] for m in request.body["messages"] if m["role"] == "user")
+    # the trajectory was read: the prompt shows the agent's words before the decision
+    assert "I'll use the csv-summary skill" in user
+
+    store = EmbeddedStore(data)
+    try:
+        (row,) = store.list_evaluations("default", activation_id)
+    finally:
+        store.close()
+    assert (row["evaluator"], row["score"], row["passed"]) == ("dispatch", 1.0, True)
+    assert row["judge_model"] == MODEL
+    assert row["tokens"] == 1050
+    assert row["cost_usd"] == pytest.approx((1000 * 2.0 + 50 * 8.0) / 1e6)
+
+
+def test_without_a_judge_model_eval_run_says_so_and_scores_deterministically(
+    one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, activation_id = one_skill
+    monkeypatch.delenv("SKILLSIGHT_JUDGE_MODEL", raising=False)
+    result = runner.invoke(app, ["eval", "run", "--data", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "no judge model configured (set SKILLSIGHT_JUDGE_MODEL)" in result.output
+    store = EmbeddedStore(data)
+    try:
+        names = sorted(r["evaluator"] for r in store.list_evaluations("default", activation_id))
+    finally:
+        store.close()
+    assert names == sorted(DETERMINISTIC)
+
+
+def test_the_online_scheduler_runs_the_judges_beside_the_deterministic_evaluators(
+    one_skill: tuple[Path, str],
+) -> None:
+    data, activation_id = one_skill
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        env = judge_env(url)
+        settings = Settings.load(
+            {"data_dir": data, "eval_evaluators": "dispatch,tool_errors"}, env=env
+        )
+        store = EmbeddedStore(data)
+        try:
+            (activation,) = store.list_activations("default")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("OPENAI_API_KEY", "test-key")
+                scheduler = EvaluationScheduler.from_settings(store, settings)
+
+                async def score() -> None:
+                    async with scheduler:
+                        await scheduler.submit(
+                            ActivationsReady("default", activation.session_id, (activation,), 1)
+                        )
+
+                asyncio.run(score())
+            rows = {r["evaluator"]: r for r in store.list_evaluations("default", activation_id)}
+        finally:
+            store.close()
+    assert set(rows) == {"dispatch", "tool_errors"}
+    assert rows["dispatch"]["score"] == 1.0 and rows["dispatch"]["judge_model"] == MODEL
+    assert rows["tool_errors"]["score"] == 1.0 and not rows["tool_errors"]["judge_model"]
+    assert len(server.model_requests) == 1
