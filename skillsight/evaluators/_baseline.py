@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+from bisect import insort
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,11 +43,69 @@ class Baseline:
         )
 
 
+def _median(ordered: list[float]) -> float:
+    """statistics.median of an already sorted list, with the same arithmetic."""
+    n = len(ordered)
+    if n % 2 == 1:
+        return ordered[n // 2]
+    return (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+class _Window:
+    """One skill's recent samples: in arrival order (for eviction) and each metric kept sorted,
+    so a median is an index instead of three sorts of the whole window per lookup."""
+
+    __slots__ = ("baseline", "ordered", "samples", "unordered")
+
+    def __init__(self, size: int) -> None:
+        self.samples: deque[tuple[int, int, float]] = deque(maxlen=size)
+        self.ordered: tuple[list[float], list[float], list[float]] = ([], [], [])
+        self.unordered = 0
+        """Samples holding a NaN: sorted order means nothing while any is in the window."""
+        self.baseline: Baseline | None = None
+
+    def add(self, sample: tuple[int, int, float]) -> None:
+        samples = self.samples
+        if len(samples) == samples.maxlen:
+            old = samples[0]
+            if old[2] != old[2]:
+                self.unordered -= 1
+            for values, value in zip(self.ordered, old, strict=True):
+                values.remove(value)  # the first equal one; equal values are interchangeable
+        samples.append(sample)
+        if sample[2] != sample[2]:
+            self.unordered += 1
+        for values, value in zip(self.ordered, sample, strict=True):
+            insort(values, value)
+        self.baseline = None
+
+    def get(self) -> Baseline:
+        if self.baseline is None:
+            if self.unordered:
+                # statistics.median over a window with a NaN, exactly as it was computed before
+                self.baseline = Baseline(
+                    tool_calls=statistics.median(s[0] for s in self.samples),
+                    tokens=statistics.median(s[1] for s in self.samples),
+                    duration_ms=statistics.median(s[2] for s in self.samples),
+                    samples=len(self.samples),
+                )
+            else:
+                calls, tokens, durations = self.ordered
+                self.baseline = Baseline(
+                    tool_calls=_median(calls),
+                    tokens=_median(tokens),
+                    duration_ms=_median(durations),
+                    samples=len(self.samples),
+                )
+        return self.baseline
+
+
 class RollingBaseline:
     """Per skill, the last ``window`` activations observed; thread-safe.
 
     Evaluate an activation against :meth:`get` *before* you :meth:`observe` it, so that it is
-    never compared with itself.
+    never compared with itself. A lookup costs a dict read: the medians are kept up to date as
+    samples come and go, and the baseline object is reused until the next sample.
     """
 
     def __init__(
@@ -58,24 +117,21 @@ class RollingBaseline:
             )
         self.window = window
         self.min_samples = min_samples
-        self._recent: dict[str, deque[tuple[int, int, float]]] = {}
+        self._recent: dict[str, _Window] = {}
         self._lock = threading.Lock()
 
     def observe(self, activation: Activation) -> None:
         sample = (len(activation.tool_calls), total_tokens(activation), activation.duration_ms)
         with self._lock:
-            recent = self._recent.setdefault(activation.skill_name, deque(maxlen=self.window))
-            recent.append(sample)
+            recent = self._recent.get(activation.skill_name)
+            if recent is None:
+                recent = self._recent[activation.skill_name] = _Window(self.window)
+            recent.add(sample)
 
     def get(self, skill_name: str) -> Baseline | None:
         """The skill's baseline, or None while fewer than ``min_samples`` were observed."""
         with self._lock:
-            recent = list(self._recent.get(skill_name, ()))
-        if len(recent) < self.min_samples:
-            return None
-        return Baseline(
-            tool_calls=statistics.median(s[0] for s in recent),
-            tokens=statistics.median(s[1] for s in recent),
-            duration_ms=statistics.median(s[2] for s in recent),
-            samples=len(recent),
-        )
+            recent = self._recent.get(skill_name)
+            if recent is None or len(recent.samples) < self.min_samples:
+                return None
+            return recent.get()

@@ -21,44 +21,87 @@ FILE_TOOLS = frozenset(
 )
 
 
-def arguments(call: ToolCall) -> dict[str, Any] | str | None:
-    """The call's arguments as a dict when they are JSON, else as given."""
-    args = call.arguments
+def _parse(args: Any, name: str) -> tuple[dict[str, Any] | str | None, str | None, str]:
+    """(arguments as a dict when JSON else as given, shell command line, text to scan)."""
+    parsed: dict[str, Any] | str | None
     if isinstance(args, str):
+        parsed = args
         stripped = args.strip()
         if stripped.startswith("{"):
             try:
                 decoded = json.loads(stripped)
             except ValueError:
-                return args
-            return decoded if isinstance(decoded, dict) else args
-    if isinstance(args, dict):
-        return args
-    return None if args is None else str(args)
+                decoded = None
+            if isinstance(decoded, dict):
+                parsed = decoded
+    elif isinstance(args, dict):
+        parsed = args
+    else:
+        parsed = None if args is None else str(args)
+    command: str | None = None
+    if isinstance(parsed, dict):
+        for key in _COMMAND_KEYS:
+            value = parsed.get(key)
+            if isinstance(value, str):
+                command = value
+                break
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                # Codex-style argv, e.g. ["bash", "-lc", "python x.py"]: the script is last
+                command = " ".join(value)
+                break
+    elif isinstance(parsed, str) and name == "Bash":
+        command = parsed
+    if args is None:
+        text = ""
+    elif isinstance(args, str):
+        text = args
+    elif isinstance(args, dict):
+        # String values joined by newlines (nested values as JSON): cheaper than serializing
+        # the whole object, and what the scanners need.
+        text = "\n".join(
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+            for v in args.values()
+        )
+    else:
+        text = json.dumps(args, ensure_ascii=False, default=str)
+    return parsed, command, text
+
+
+# Every evaluator reads the same calls' commands and argument texts; they are derived once per
+# call and kept here, keyed by the call's identity and checked against the call and its
+# arguments object (a reassigned ``arguments`` is derived anew). Entries hold their call, so an
+# id cannot be reused while its entry lives; the table is emptied when full.
+_VIEWS: dict[int, tuple[ToolCall, Any, tuple[dict[str, Any] | str | None, str | None, str]]] = {}
+_VIEWS_MAX = 8192
+
+
+def _view(call: ToolCall) -> tuple[dict[str, Any] | str | None, str | None, str]:
+    entry = _VIEWS.get(id(call))
+    args = call.arguments
+    if entry is not None and entry[0] is call and entry[1] is args:
+        return entry[2]
+    view = _parse(args, call.name)
+    if len(_VIEWS) >= _VIEWS_MAX:
+        _VIEWS.clear()
+    _VIEWS[id(call)] = (call, args, view)
+    return view
+
+
+def arguments(call: ToolCall) -> dict[str, Any] | str | None:
+    """The call's arguments as a dict when they are JSON, else as given."""
+    return _view(call)[0]
 
 
 def command_of(call: ToolCall) -> str | None:
     """The shell command line a call runs, or None when it is not a shell call."""
-    args = arguments(call)
-    if isinstance(args, dict):
-        for key in _COMMAND_KEYS:
-            value = args.get(key)
-            if isinstance(value, str):
-                return value
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                # Codex-style argv, e.g. ["bash", "-lc", "python x.py"]: the script is last
-                return " ".join(value)
-        return None
-    if isinstance(args, str) and call.name == "Bash":
-        return args
-    return None
+    return _view(call)[1]
 
 
 def paths_of(call: ToolCall) -> list[str]:
     """File paths a file tool call names."""
     if call.name not in FILE_TOOLS:
         return []
-    args = arguments(call)
+    args = _view(call)[0]
     if not isinstance(args, dict):
         return []
     return [v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v]
@@ -67,17 +110,7 @@ def paths_of(call: ToolCall) -> list[str]:
 def argument_text(call: ToolCall) -> str:
     """The call's arguments as one text to scan: string values joined by newlines (nested
     values as JSON), cheaper than serializing the whole object."""
-    args = call.arguments
-    if args is None:
-        return ""
-    if isinstance(args, str):
-        return args
-    if isinstance(args, dict):
-        return "\n".join(
-            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-            for v in args.values()
-        )
-    return json.dumps(args, ensure_ascii=False, default=str)
+    return _view(call)[2]
 
 
 # Claude Code's Skill tool answers with this line first.

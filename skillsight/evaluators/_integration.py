@@ -36,25 +36,36 @@ _INLINE = re.compile(
 )
 
 
+# Every file name has a dot followed by a letter: a text without one (a table of figures)
+# skips the file pattern, which is slow on digit-dense text.
+_DOT_LETTER = re.compile(r"\.[A-Za-z]")
+_NONE: frozenset[str] = frozenset()
+
+
 @lru_cache(maxsize=8192)
 def numbers(text: str) -> frozenset[str]:
     """Numbers of at least two digits, written without thousands separators or trailing
     zeros after the point (``1,234.50`` -> ``1234.5``)."""
-    found = set(_NUMBER.findall(text))
-    odd = [raw for raw in found if "," in raw or "." in raw]
-    for raw in odd:
-        found.discard(raw)
-        clean = raw.replace(",", "")
-        found.add(clean.rstrip("0").rstrip(".") if "." in clean else clean)
+    found: set[str] = set()
+    for raw in _NUMBER.findall(text):
+        if "," in raw or "." in raw:
+            clean = raw.replace(",", "")
+            found.add(clean.rstrip("0").rstrip(".") if "." in clean else clean)
+        else:
+            found.add(raw)
     return frozenset(found)
 
 
 def files(text: str) -> frozenset[str]:
+    if _DOT_LETTER.search(text) is None:
+        return _NONE
     return frozenset(m for m in _FILE.findall(text) if not m[0].isdigit())
 
 
 @lru_cache(maxsize=8192)
 def values(text: str) -> frozenset[str]:
+    if not text:
+        return _NONE
     return numbers(text) | files(text)
 
 
@@ -76,12 +87,14 @@ class IntegrationEvaluator(Evaluator):
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         calls = activation.tool_calls
         message = activation.integration_message
-        inputs = values(activation.request) | _union(argument_text(c) for c in calls)
         # What a file read returns is the input's content, not something the skill produced.
-        produced = (
-            _union(c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS)
-            - inputs
+        produced = _union(
+            c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS
         )
+        if produced and message is not None:
+            # The inputs matter only to what is produced, which only a message can use.
+            produced -= values(activation.request)
+            produced -= _union(argument_text(c) for c in calls)
         checks: list[tuple[str, bool]] = []
         findings: list[Finding] = []
         used: set[str] = set()
@@ -142,7 +155,8 @@ class IntegrationEvaluator(Evaluator):
         calls: list[ToolCall],
         message: str | None,
     ) -> list[Finding]:
-        script_calls = {c.tool_call_id for s in scripts for c in runs_of(s, calls)}
+        runs = [c for s in scripts for c in runs_of(s, calls)]
+        script_calls = {c.tool_call_id for c in runs}
         findings = []
         for call in calls:
             command = command_of(call)
@@ -160,16 +174,23 @@ class IntegrationEvaluator(Evaluator):
                         detail={"scripts": scripts},
                     )
                 )
-        ran_ok = any(not c.is_error for s in scripts for c in runs_of(s, calls))
+        ran_ok = any(not c.is_error for c in runs)
         if not ran_ok and message is not None and activation.integration_step_id is not None:
-            known = (
-                numbers(activation.request)
-                | numbers(activation.skill_output or "")
-                | numbers(context.manifest.body if context.manifest else "")
-            )
+            # The message's numbers minus every known one, source by source: most messages
+            # run out of unexplained numbers after the first few sources.
+            unexplained = set(numbers(message))
+            sources = [
+                activation.request,
+                activation.skill_output or "",
+                context.manifest.body if context.manifest else "",
+            ]
             for call in calls:
-                known |= numbers(argument_text(call)) | numbers(call.result or "")
-            invented = sorted(numbers(message) - known)
+                sources += (argument_text(call), call.result or "")
+            for text in sources:
+                if not unexplained:
+                    break
+                unexplained -= numbers(text)
+            invented = sorted(unexplained)
             if invented:
                 # The input the agent worked from instead: its last successful call, if any.
                 source = next((c for c in reversed(calls) if not c.is_error), None)

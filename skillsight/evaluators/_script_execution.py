@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from functools import lru_cache
 
 from skillsight.collector.activations import Activation, ToolCall
 from skillsight.evaluators._calls import command_of
@@ -31,6 +32,7 @@ def _mentioned(script: str, body: str) -> bool:
     return script in body or posixpath.basename(script) in body
 
 
+@lru_cache(maxsize=1024)
 def _pattern(script: str) -> re.Pattern[str]:
     """Matches the script in a command line: by its skill-relative path when it has one
     (``scripts/x.py`` also matches ``/abs/skill/scripts/x.py``), else by its file name."""

@@ -9,13 +9,17 @@ from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 
+# What json.dumps(args, sort_keys=True, separators=(",", ":"), default=str) uses, built once:
+# dumps with options builds a new encoder per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
 
 def call_key(call: ToolCall) -> tuple[str, str]:
     """(tool, canonical arguments): two calls with equal keys do the same thing."""
     args = call.arguments
     if isinstance(args, str):
         return call.name, args.strip()
-    return call.name, json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+    return call.name, _CANONICAL.encode(args)
 
 
 class ToolErrorsEvaluator(Evaluator):
@@ -35,12 +39,13 @@ class ToolErrorsEvaluator(Evaluator):
         findings: list[Finding] = []
         bad: set[int] = set()
         succeeded: dict[tuple[str, str], ToolCall] = {}
-        last_failed: dict[str, ToolCall] = {}
+        last_failed: dict[str, tuple[ToolCall, tuple[str, str]]] = {}
         for index, call in enumerate(calls):
             key = call_key(call)
-            failed_before = last_failed.pop(call.name, None)
-            if failed_before is not None:
-                same = call_key(failed_before) == key
+            failed = last_failed.pop(call.name, None)
+            if failed is not None:
+                failed_before, failed_key = failed
+                same = failed_key == key
                 findings.append(
                     Finding(
                         kind="retry",
@@ -56,7 +61,7 @@ class ToolErrorsEvaluator(Evaluator):
                 )
             if call.is_error:
                 bad.add(index)
-                last_failed[call.name] = call
+                last_failed[call.name] = (call, key)
                 findings.append(
                     Finding(
                         kind="tool_error",

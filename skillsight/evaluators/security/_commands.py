@@ -21,6 +21,14 @@ _PIPE_TO_SHELL = re.compile(
 )
 # The programs the argv checks below look at; other commands skip the (slow) shlex split.
 _PROGRAMS = re.compile(r"\b(?:rm|git|mkfs[\w.]*|mke2fs|wipefs|dd|chmod|chown|chgrp)\b")
+# The four patterns above in one alternation, which matches a command exactly when one of them
+# does: the common harmless command costs one search instead of four.
+_ANY = re.compile(
+    "|".join(
+        f"(?{'i' if p.flags & re.IGNORECASE else ''}:{p.pattern})"
+        for p in (_FORK_BOMB, _DEVICE_REDIRECT, _PIPE_TO_SHELL, _PROGRAMS)
+    )
+)
 _HOME = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?:/|$)")
 
 
@@ -30,11 +38,19 @@ class CommandFinding:
     message: str
 
 
+# What makes shlex's split differ from str.split on ASCII text: quotes and escapes, and the
+# whitespace str.split honours and shlex does not.
+_SHLEX_SPECIAL = re.compile(r"[\\'\"\x0b\x0c\x1c-\x1f]")
+
+
 def _argv(simple: str) -> list[str]:
-    try:
-        words = shlex.split(simple, comments=False, posix=True)
-    except ValueError:
-        words = simple.split()
+    if simple.isascii() and _SHLEX_SPECIAL.search(simple) is None:
+        words = simple.split()  # what shlex would give, at a fraction of the cost
+    else:
+        try:
+            words = shlex.split(simple, comments=False, posix=True)
+        except ValueError:
+            words = simple.split()
     while words and (words[0] in _WRAPPERS or _ASSIGNMENT.match(words[0])):
         words = words[1:]
         while words and words[0].startswith("-") and words[0] != "--":
@@ -83,6 +99,8 @@ def _outside(target: str, roots: Roots) -> str | None:
 
 def destructive(command: str, roots: Roots) -> list[CommandFinding]:
     """Destructive operations in one shell command line."""
+    if _ANY.search(command) is None:
+        return []
     found: list[CommandFinding] = []
     if _FORK_BOMB.search(command):
         found.append(CommandFinding("fork_bomb", "a shell fork bomb"))

@@ -10,6 +10,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from skillsight.evaluators._model import Severity
+from skillsight.evaluators.security._gate import contains_any
 
 _INJECTION = re.compile(
     r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?"
@@ -153,7 +154,8 @@ _SUSPECT = re.compile(
 
 
 def _invisible(text: str) -> list[ContentFinding]:
-    if _SUSPECT.search(text) is None:
+    # Every suspect character is outside ASCII, and isascii() is a flag read.
+    if text.isascii() or _SUSPECT.search(text) is None:
         return []
     counts: dict[str, int] = {}
     hidden: list[str] = []
@@ -222,9 +224,8 @@ _INJECTION_ANCHORS = (
 )
 
 
-def _injection(text: str) -> list[ContentFinding]:
-    lowered = text.lower()
-    if not any(anchor in lowered for anchor in _INJECTION_ANCHORS):
+def _injection(text: str, lowered: str) -> list[ContentFinding]:
+    if not contains_any(lowered, _INJECTION_ANCHORS):
         return []
     matches = list(dict.fromkeys(m.group(0) for m in _INJECTION.finditer(text)))
     if not matches:
@@ -240,11 +241,16 @@ def _injection(text: str) -> list[ContentFinding]:
     ]
 
 
-def scan_untrusted(text: str) -> list[ContentFinding]:
-    """Injection markers, invisible characters and suspicious URLs in one text."""
+def scan_untrusted(text: str, lowered: str | None = None) -> list[ContentFinding]:
+    """Injection markers, invisible characters and suspicious URLs in one text; ``lowered`` is
+    ``text.lower()`` when the caller has it."""
     if not text:
         return []
-    return _injection(text) + _invisible(text) + _url_findings(text)
+    return (
+        _injection(text, text.lower() if lowered is None else lowered)
+        + _invisible(text)
+        + _url_findings(text)
+    )
 
 
 @lru_cache(maxsize=4096)

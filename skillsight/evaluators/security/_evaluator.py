@@ -35,7 +35,7 @@ from skillsight.evaluators.security._content import (
     scan_urls,
 )
 from skillsight.evaluators.security._roots import Roots, sensitive_reference
-from skillsight.evaluators.security._secrets import find_secrets
+from skillsight.evaluators.security._secrets import SecretMatch, find_secrets
 
 WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.2, "info": 0.0}
 
@@ -118,10 +118,16 @@ class SecurityEvaluator(Evaluator):
                                 detail={"surface": "tool arguments", "path": resolved},
                             )
                         )
-            findings += _content(scan_urls(args), "tool arguments", *cite)
-            result = call.result or ""
-            findings += self._secrets(result, "tool result", *cite)
-            findings += _content(scan_untrusted(result), "tool result", *cite)
+            if "://" in args:
+                findings += _content(scan_urls(args), "tool arguments", *cite)
+            result = call.result
+            if result:
+                # Both scanners want the lower-cased text; it is made once.
+                lowered = result.lower()
+                if secrets := find_secrets(result, lowered):
+                    findings += self._found_secrets(secrets, "tool result", *cite)
+                if untrusted := scan_untrusted(result, lowered):
+                    findings += _content(untrusted, "tool result", *cite)
         if activation.integration_message:
             cite_msg = (
                 (activation.integration_step_id, None)
@@ -150,9 +156,15 @@ class SecurityEvaluator(Evaluator):
         label = "unsafe" if worst == "high" else "suspicious"
         return self.result(activation, score, label, reason, findings)
 
-    @staticmethod
+    @classmethod
     def _secrets(
-        text: str, surface: str, step_id: int | None, call_id: str | None
+        cls, text: str, surface: str, step_id: int | None, call_id: str | None
+    ) -> list[Finding]:
+        return cls._found_secrets(find_secrets(text), surface, step_id, call_id)
+
+    @staticmethod
+    def _found_secrets(
+        secrets: list[SecretMatch], surface: str, step_id: int | None, call_id: str | None
     ) -> list[Finding]:
         return [
             Finding(
@@ -163,5 +175,5 @@ class SecurityEvaluator(Evaluator):
                 severity="high",
                 detail={"surface": surface, "secret_kind": m.kind, "redacted": m.redacted},
             )
-            for m in find_secrets(text)
+            for m in secrets
         ]

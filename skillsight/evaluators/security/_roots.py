@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from skillsight.evaluators._calls import absolute, within
+from skillsight.evaluators.security._gate import contains_any
 
 # Places whose reading or writing is a finding wherever the workspace is.
 _SENSITIVE = re.compile(
@@ -33,7 +34,7 @@ _SENSITIVE_ANCHORS = (
 
 def sensitive_reference(text: str) -> str | None:
     """The sensitive location ``text`` mentions, or None."""
-    if not any(anchor in text for anchor in _SENSITIVE_ANCHORS):
+    if not contains_any(text, _SENSITIVE_ANCHORS):
         return None
     match = _SENSITIVE.search(text)
     return match.group(0).strip(" '\"=:") if match else None

@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from skillsight.evaluators.security._gate import contains_any
+
 # (kind, pattern); the whole match is the secret. One alternation of named groups scans a text
 # once for every shape.
 _SHAPES: tuple[tuple[str, str], ...] = (
@@ -86,16 +88,16 @@ def redact(secret: str) -> str:
     return f"{secret[:6]}…({len(secret)} chars)"
 
 
-def find_secrets(text: str) -> list[SecretMatch]:
+def find_secrets(text: str, lowered: str | None = None) -> list[SecretMatch]:
+    """Secrets in ``text``, in order; ``lowered`` is ``text.lower()`` when the caller has it."""
     if not text:
+        return []
+    shapes = contains_any(text, _ANCHORS)
+    names = contains_any(text.lower() if lowered is None else lowered, _NAMES)
+    if not shapes and not names:
         return []
     found: list[SecretMatch] = []
     taken: list[tuple[int, int]] = []
-    shapes = any(anchor in text for anchor in _ANCHORS)
-    lowered = text.lower()
-    names = any(name in lowered for name in _NAMES)
-    if not shapes and not names:
-        return found
     for match in _SHAPE.finditer(text) if shapes else ():
         kind = match.lastgroup or ""
         token = match.group(0)
