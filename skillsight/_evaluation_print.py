@@ -19,13 +19,15 @@ def _rate(value: float | None) -> str:
 
 def _scores_table(title: str, scores: list[EvaluatorScoreOut]) -> Table:
     table = Table(title=title, title_justify="left", box=None, header_style="bold")
-    for column in ("evaluator", "activations", "scored", "passed", "pass rate", "mean", "min"):
+    columns = ("evaluator", "activations", "scored", "not evaluated", "passed", "pass rate", "mean")
+    for column in (*columns, "min"):
         table.add_column(column, justify="left" if column == "evaluator" else "right")
     for s in scores:
         table.add_row(
             s.evaluator,
             str(s.activations),
             str(s.scored),
+            str(s.not_evaluated),
             str(s.passed),
             _rate(s.pass_rate),
             _num(s.mean_score),

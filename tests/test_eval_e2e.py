@@ -239,6 +239,7 @@ def test_the_scorecard_counts_the_stored_scores(served: RunningServer) -> None:
             "evaluator": name,
             "activations": 1,
             "scored": int(scored),
+            "not_evaluated": 0,
             "passed": passed,
             "pass_rate": float(passed) if scored else None,
             "mean_score": score,
@@ -266,7 +267,7 @@ def test_the_scorecard_counts_the_stored_scores(served: RunningServer) -> None:
             {
                 k: v
                 for k, v in {**line(name), "day": day}.items()
-                if k not in ("passed", "min_score")
+                if k not in ("passed", "min_score", "not_evaluated")
             }
             for name in DETERMINISTIC
         ],

@@ -9,6 +9,7 @@ OpenAI-compatible server, reached through litellm's real client.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,3 +169,35 @@ def test_the_online_scheduler_runs_the_judges_beside_the_deterministic_evaluator
     assert rows["dispatch"]["score"] == 1.0 and rows["dispatch"]["judge_model"] == MODEL
     assert rows["tool_errors"]["score"] == 1.0 and not rows["tool_errors"]["judge_model"]
     assert len(server.model_requests) == 1
+
+
+def test_past_the_spend_cap_the_scorecard_shows_not_evaluated_never_passes(
+    one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, _ = one_skill
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        for name, value in judge_env(url).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("SKILLSIGHT_JUDGE_DAILY_SPEND_USD", "0")
+        ran = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+    assert ran.exit_code == 0, ran.output
+    assert server.model_requests == []  # the cap is reached before the first call
+
+    shown = runner.invoke(
+        app,
+        ["skills", "scorecard", "csv-summary", "--window", "all", "--json", "--data", str(data)],
+    )
+    assert shown.exit_code == 0, shown.output
+    (dispatch,) = json.loads(shown.stdout)["evaluators"]
+    assert {k: dispatch[k] for k in ("evaluator", "activations", "scored", "not_evaluated")} == {
+        "evaluator": "dispatch",
+        "activations": 1,
+        "scored": 0,
+        "not_evaluated": 1,
+    }
+    assert (dispatch["passed"], dispatch["pass_rate"], dispatch["mean_score"]) == (0, None, None)
+    table = runner.invoke(
+        app, ["skills", "scorecard", "csv-summary", "--window", "all", "--data", str(data)]
+    )
+    assert "not evaluated" in table.stdout

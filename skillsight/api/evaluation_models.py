@@ -69,6 +69,11 @@ class EvaluatorScoreOut(BaseModel):
     evaluator: str
     activations: int = Field(description="activations with a row of this evaluator")
     scored: int = Field(description="rows with a score (not_applicable and errors excluded)")
+    not_evaluated: int = Field(
+        default=0,
+        description="activations due a score that has none: an evaluator or judge error, or "
+        "the judges' spend cap reached (never counted as passes)",
+    )
     passed: int
     pass_rate: float | None = Field(description="passed / scored; null when nothing was scored")
     mean_score: float | None

@@ -281,6 +281,7 @@ _SKILL_EVALUATIONS = """
 _SCORE_AGGREGATES = """
        count() AS evaluations,
        countIf(score IS NOT NULL) AS scored,
+       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
        countIf(passed = true) AS passed,
        avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
        minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
