@@ -26,7 +26,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from skillsight.bench.traces import export_requests
-from skillsight.collector.fastpath import FastTraceWriter, Screened, screen
+from skillsight.collector.fastpath import FastTraceWriter, Screened, distinct_span_ids, screen
 from skillsight.collector.otlp import Limits, traces
 from skillsight.collector.rows import SPAN_SCHEMA
 from skillsight.collector.store import EmbeddedStore
@@ -176,11 +176,17 @@ def python_rows(
 def fast_rows(
     folder: Path, requests: Sequence[Request], limits: Limits = LIMITS, *, entries: bool = True
 ) -> tuple[list[dict[str, Any]], list[int]]:
-    """Rows after the fast path, and the indexes of the requests it left to Python."""
+    """Rows after the fast path, and the indexes of the requests it left to Python.
+
+    The insert skips the table's deduplication when the screen vouches every span id is
+    distinct, as the batch writer does.
+    """
+    screened = [screen(body) for _, body in requests]
+    distinct = distinct_span_ids(s.span_ids if s else b"" for s in screened)
     with open_store(folder / "fast") as store:
         writer = FastTraceWriter(store, limits)
         try:
-            left = writer.insert(requests, entries=entries)
+            left = writer.insert(requests, entries=entries, distinct=distinct)
         finally:
             writer.close()
         python_insert(store, [requests[i] for i in left], limits)
@@ -509,9 +515,10 @@ def test_odd_encodings_protobuf_accepts(tmp_path: Path) -> None:
 
 
 def test_screen() -> None:
-    good = simple(make_span("a"), make_span("b", events=[(1, "e", {})]))
-    assert screen(good) == Screened(spans=2, entries=True)
-    assert screen(simple(make_span("a"))) == Screened(spans=1, entries=False)
+    a, b = make_span("a"), make_span("b", events=[(1, "e", {})])
+    good = simple(a, b)
+    assert screen(good) == Screened(spans=2, entries=True, span_ids=a.span_id + b.span_id)
+    assert screen(simple(a)) == Screened(spans=1, entries=False, span_ids=a.span_id)
     zero_trace = make_span("z")
     zero_trace.trace_id = bytes(16)
     short_span = make_span("s")
@@ -523,6 +530,24 @@ def test_screen() -> None:
     assert screen(b"\xff\xff not protobuf") is None
     assert screen(b"") is None
     assert screen(request(({"service.name": "x"}, [("s", "", [])]))) is None
+
+
+def test_distinct_span_ids() -> None:
+    one, two, three = (n.to_bytes(8, "big") for n in (1, 2, 3))
+    assert distinct_span_ids([one + two, three])
+    assert not distinct_span_ids([one + two, two])  # a span sent again in the batch
+    assert not distinct_span_ids([one + one])
+    assert not distinct_span_ids([one, b""])  # ids unknown
+    assert not distinct_span_ids([one + b"\x01"])  # not whole ids
+    assert distinct_span_ids([])
+
+
+def test_a_retried_request_in_the_same_batch_is_stored_once(tmp_path: Path) -> None:
+    """Both paths insert the block deduplicated when a span comes twice: one row per span."""
+    first = ("p", simple(make_span("a"), make_span("b")))
+    requests = [first, ("p", simple(make_span("c"))), first]
+    got, left = compare(tmp_path, requests)
+    assert (left, [r["name"] for r in got]) == ([], ["a", "b", "c"])
 
 
 def test_requests_go_the_python_way_when_the_spool_fails(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ class RawTraces:
     rows: int  # spans in the request
     entries: bool  # some span has events or links
     signal: str = "traces"
+    span_ids: bytes = b""  # the spans' 8-byte ids end to end; b"" when unknown
 
 
 Item = Batch | RawTraces

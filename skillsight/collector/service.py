@@ -109,7 +109,14 @@ class Collector:
             screened = screen(raw)
             if screened is not None:
                 self.queue.offer(
-                    RawTraces(project_id, raw, screened.spans, screened.entries), retry_after
+                    RawTraces(
+                        project_id,
+                        raw,
+                        screened.spans,
+                        screened.entries,
+                        span_ids=screened.span_ids,
+                    ),
+                    retry_after,
                 )
                 return otlp.Decoded(signal, span_columns(), whole=screened.spans)
         decoded = otlp.decode(signal, raw, encoding, project_id, self.limits)

@@ -16,7 +16,7 @@ from types import TracebackType
 import pyarrow as pa
 
 from skillsight.collector import otlp
-from skillsight.collector.fastpath import FastTraceWriter
+from skillsight.collector.fastpath import FastTraceWriter, distinct_span_ids
 from skillsight.collector.queue import Batch, Item, RawTraces, WriteQueue
 from skillsight.collector.rows import SPAN_SCHEMA
 from skillsight.collector.store import Store
@@ -128,7 +128,9 @@ class BatchWriter:
         """Insert raw requests through the fast path; decode what it leaves, for the caller."""
         assert self.fast is not None, "raw requests are queued only when the fast path is on"
         left = self.fast.insert(
-            [(r.project_id, r.body) for r in requests], entries=any(r.entries for r in requests)
+            [(r.project_id, r.body) for r in requests],
+            entries=any(r.entries for r in requests),
+            distinct=distinct_span_ids(r.span_ids for r in requests),
         )
         self.written["traces"] += sum(r.rows for r in requests) - sum(
             requests[i].rows for i in left

@@ -7,7 +7,14 @@ the Python decoder would produce; requests the fast path cannot reproduce are ha
 
 from __future__ import annotations
 
-from skillsight.collector.fastpath._screen import Screened, screen
+from skillsight.collector.fastpath._screen import Screened, distinct_span_ids, screen
 from skillsight.collector.fastpath._writer import INSERT_SETTINGS, MIN_VALUE_CHARS, FastTraceWriter
 
-__all__ = ["INSERT_SETTINGS", "MIN_VALUE_CHARS", "FastTraceWriter", "Screened", "screen"]
+__all__ = [
+    "INSERT_SETTINGS",
+    "MIN_VALUE_CHARS",
+    "FastTraceWriter",
+    "Screened",
+    "distinct_span_ids",
+    "screen",
+]

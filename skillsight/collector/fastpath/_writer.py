@@ -86,11 +86,20 @@ class FastTraceWriter:
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def insert(self, requests: Sequence[tuple[str, bytes]], *, entries: bool = True) -> list[int]:
+    def insert(
+        self,
+        requests: Sequence[tuple[str, bytes]],
+        *,
+        entries: bool = True,
+        distinct: bool = False,
+    ) -> list[int]:
         """Insert the spans of ``requests``; return the indexes of requests left to the caller.
 
         ``entries=False`` (no request has a span with events or links; see :func:`screen`)
         makes a statement that is cheaper to analyse and leaves requests that do have some.
+        ``distinct=True`` (no span id repeats in ``requests``; see :func:`distinct_span_ids`)
+        skips the table's deduplication of the inserted block (much of the write's cost),
+        which would find nothing to remove.
 
         A request is left when it holds a value the SQL does not render as Python does, or
         when ClickHouse fails the statement for another reason (its parser refusing something
@@ -110,7 +119,7 @@ class FastTraceWriter:
                 )
                 return sorted(left + pending)
             try:
-                self.store._command(self.insert_sql(str(path), entries=entries))
+                self.store._command(self.insert_sql(str(path), entries=entries, distinct=distinct))
                 return sorted(left)
             except StoreError as exc:
                 if UNSUPPORTED not in str(exc):
@@ -133,9 +142,10 @@ class FastTraceWriter:
                 path.unlink(missing_ok=True)
         return sorted(left)
 
-    def insert_sql(self, path: str, *, entries: bool = True) -> str:
+    def insert_sql(self, path: str, *, entries: bool = True, distinct: bool = False) -> str:
         """The INSERT of every span in the framed file at ``path``."""
-        extra = ", ".join(f"{k} = {v}" for k, v in self.insert_settings.items())
+        options = {**self.insert_settings, **({"optimize_on_insert": 0} if distinct else {})}
+        extra = ", ".join(f"{k} = {v}" for k, v in options.items())
         return (
             f"INSERT INTO spans ({', '.join(self._columns)})\n"
             f"SELECT {self._projection}\n"
