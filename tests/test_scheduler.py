@@ -448,7 +448,8 @@ def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Ac
     store.write_evaluations(PROJECT, [stale, security(first, 1.0), security(third, None)])
     store.write_evaluations(PROJECT, [{**security(second, 0.5), "evaluated_at_us": 2_000}])
     card = scorecard(store, PROJECT, recorded.skill_name, window="all")
-    line = {"evaluator": "security", "activations": 2, "scored": 2, "passed": 1}
+    # the third row is not_applicable: unscored, but not "not evaluated"
+    line = {"evaluator": "security", "activations": 2, "scored": 2, "not_evaluated": 0, "passed": 1}
     assert card.activations == 3
     assert [e.model_dump() for e in card.evaluators] == [
         {**line, "activations": 3, "pass_rate": 0.5, "mean_score": 0.75, "min_score": 0.5}
