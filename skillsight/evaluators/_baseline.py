@@ -66,17 +66,25 @@ class _Window:
 
     def add(self, sample: tuple[int, int, float]) -> None:
         samples = self.samples
+        was_unordered = self.unordered > 0
         if len(samples) == samples.maxlen:
             old = samples[0]
             if old[2] != old[2]:
                 self.unordered -= 1
             for values, value in zip(self.ordered, old, strict=True):
-                values.remove(value)  # the first equal one; equal values are interchangeable
+                # Equal values keep their arrival order, so the first equal one is the oldest.
+                values.remove(value)
         samples.append(sample)
         if sample[2] != sample[2]:
             self.unordered += 1
-        for values, value in zip(self.ordered, sample, strict=True):
-            insort(values, value)
+        if was_unordered and not self.unordered:
+            # The last NaN left: bisection misplaced values while it was there; sort afresh,
+            # in arrival order as statistics.median would.
+            for index, values in enumerate(self.ordered):
+                values[:] = sorted(s[index] for s in samples)
+        else:
+            for values, value in zip(self.ordered, sample, strict=True):
+                insort(values, value)
         self.baseline = None
 
     def get(self) -> Baseline:

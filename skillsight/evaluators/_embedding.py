@@ -50,24 +50,28 @@ class CachedEmbedder:
         self.misses = 0
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        found: dict[str, Vector] = {}
+        out: list[Vector | None] = []
+        missing: dict[str, None] = {}
         with self._lock:
+            cache = self._cache
             for text in texts:
-                vector = self._cache.get(text)
-                if vector is not None:
-                    self._cache.move_to_end(text)
-                    found[text] = vector
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
-        if missing:
-            vectors = self.inner.embed(missing)
-            with self._lock:
-                self.misses += len(missing)
-                for text, vector in zip(missing, vectors, strict=True):
-                    found[text] = vector
-                    self._cache[text] = vector
-                while len(self._cache) > self.capacity:
-                    self._cache.popitem(last=False)
-        return [found[text] for text in texts]
+                vector = cache.get(text)
+                if vector is None:
+                    missing[text] = None
+                else:
+                    cache.move_to_end(text)
+                out.append(vector)
+        if not missing:
+            return out  # type: ignore[return-value]  # no None left: every text was cached
+        new = dict(zip(missing, self.inner.embed(list(missing)), strict=True))
+        with self._lock:
+            self.misses += len(new)
+            self._cache.update(new)
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        return [
+            new[text] if vector is None else vector for text, vector in zip(texts, out, strict=True)
+        ]
 
 
 class MiniLMEmbedder:

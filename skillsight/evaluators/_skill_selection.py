@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.evaluators._context import EvaluationContext
@@ -32,13 +33,26 @@ MARGIN_SPAN = 0.25
 """A poorly fitting pick with a visible skill this much closer to the request scores 0."""
 
 
+@lru_cache(maxsize=4096)
 def skill_text(name: str, description: str) -> str:
+    # Cached: the same catalogue recurs in every activation, and one string object per text
+    # keeps its hash for the embedding cache's lookups.
     return f"{name}: {description}" if description else name
+
+
+@lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
 
 
 def _named(request: str, name: str) -> bool:
     """Whether the request names the skill: the name as a whole word, or ``/name``."""
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", request, re.IGNORECASE) is not None
+    # On ASCII text a case-insensitive match is a match of the lower-cased texts, so a name
+    # absent from the lower-cased request cannot match (elsewhere case folding has surprises:
+    # the Kelvin sign matches k).
+    if request.isascii() and name.isascii() and name.lower() not in request.lower():
+        return False
+    return _name_pattern(name).search(request) is not None
 
 
 def visible_skills(activation: Activation, context: EvaluationContext) -> list[VisibleSkill]:
@@ -181,11 +195,11 @@ class SkillSelectionEvaluator(Evaluator):
                 )
             )
         score = fit * margin
-        named = [
-            name
-            for name, _ in others
-            if _named(request, name) and not _named(request, activation.skill_name)
-        ]
+        named = (
+            []
+            if _named(request, activation.skill_name)
+            else [name for name, _ in others if _named(request, name)]
+        )
         if named:
             score = 0.0
             findings.append(

@@ -43,14 +43,18 @@ class CommandFinding:
 _SHLEX_SPECIAL = re.compile(r"[\\'\"\x0b\x0c\x1c-\x1f]")
 
 
-def _argv(simple: str) -> list[str]:
+def shell_words(simple: str) -> list[str]:
+    """``shlex.split(simple)`` (posix, no comments), or its whitespace split when unbalanced."""
     if simple.isascii() and _SHLEX_SPECIAL.search(simple) is None:
-        words = simple.split()  # what shlex would give, at a fraction of the cost
-    else:
-        try:
-            words = shlex.split(simple, comments=False, posix=True)
-        except ValueError:
-            words = simple.split()
+        return simple.split()  # what shlex would give, at a fraction of the cost
+    try:
+        return shlex.split(simple, comments=False, posix=True)
+    except ValueError:
+        return simple.split()
+
+
+def _argv(simple: str) -> list[str]:
+    words = shell_words(simple)
     while words and (words[0] in _WRAPPERS or _ASSIGNMENT.match(words[0])):
         words = words[1:]
         while words and words[0].startswith("-") and words[0] != "--":
@@ -101,6 +105,10 @@ def destructive(command: str, roots: Roots) -> list[CommandFinding]:
     """Destructive operations in one shell command line."""
     if _ANY.search(command) is None:
         return []
+    return _destructive(command, roots)
+
+
+def _destructive(command: str, roots: Roots) -> list[CommandFinding]:
     found: list[CommandFinding] = []
     if _FORK_BOMB.search(command):
         found.append(CommandFinding("fork_bomb", "a shell fork bomb"))

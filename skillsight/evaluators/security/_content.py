@@ -157,6 +157,10 @@ def _invisible(text: str) -> list[ContentFinding]:
     # Every suspect character is outside ASCII, and isascii() is a flag read.
     if text.isascii() or _SUSPECT.search(text) is None:
         return []
+    return _invisible_walk(text)
+
+
+def _invisible_walk(text: str) -> list[ContentFinding]:
     counts: dict[str, int] = {}
     hidden: list[str] = []
     in_flag = False  # inside a tag sequence that follows a black flag: a regional flag emoji
@@ -227,6 +231,10 @@ _INJECTION_ANCHORS = (
 def _injection(text: str, lowered: str) -> list[ContentFinding]:
     if not contains_any(lowered, _INJECTION_ANCHORS):
         return []
+    return _injection_markers(text)
+
+
+def _injection_markers(text: str) -> list[ContentFinding]:
     matches = list(dict.fromkeys(m.group(0) for m in _INJECTION.finditer(text)))
     if not matches:
         return []
