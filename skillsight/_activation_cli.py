@@ -25,6 +25,7 @@ __all__ = [
     "StoreSource",
     "print_activation",
     "print_activations",
+    "print_evaluations",
 ]
 
 
@@ -44,6 +45,8 @@ class Source(Protocol):
     def activation(self, activation_id: str) -> Activation: ...
 
     def trajectory(self, session_id: str) -> str: ...
+
+    def evaluations(self, activation_id: str) -> list[dict[str, Any]]: ...
 
 
 class ApiSource:
@@ -80,6 +83,11 @@ class ApiSource:
     def trajectory(self, session_id: str) -> str:
         return json.dumps(self._get(f"/api/v1/trajectories/{session_id}"), ensure_ascii=False)
 
+    def evaluations(self, activation_id: str) -> list[dict[str, Any]]:
+        """Its current evaluations (an activation not scored yet has none)."""
+        record = self._get(f"/api/v1/activations/{activation_id}")
+        return list(record.get("evaluations") or [])
+
 
 class StoreSource:
     """The store itself (embedded folder or ClickHouse server), one project."""
@@ -107,6 +115,9 @@ class StoreSource:
         if document is None:
             raise NotFound(f"no trajectory for session {session_id!r} in project {self.project!r}")
         return document
+
+    def evaluations(self, activation_id: str) -> list[dict[str, Any]]:
+        return list(self.store.list_evaluations(self.project, activation_id))
 
 
 # -- printing -------------------------------------------------------------------------------------
@@ -217,3 +228,27 @@ def print_activation(console: Console, a: Activation) -> None:
         f"[dim]cost[/] ${a.cost_usd:.4f}  [dim]duration[/] {a.duration_ms / 1000:.2f} s",
         highlight=False,
     )
+
+
+def print_evaluations(console: Console, evaluations: list[dict[str, Any]]) -> None:
+    """One line per evaluator: score, verdict and the reason (API items or store rows)."""
+    if not evaluations:
+        console.print("[dim]not scored yet[/]")
+        return
+    table = Table(box=None, header_style="bold", title="evaluations", title_justify="left")
+    for column in ("evaluator", "score", "verdict", "reason"):
+        table.add_column(column, overflow="fold", justify="right" if column == "score" else "left")
+    for row in sorted(evaluations, key=lambda r: str(r["evaluator"])):
+        score, passed = row.get("score"), row.get("passed")
+        verdict = (
+            f"[dim]{row.get('label') or 'not scored'}[/]"
+            if score is None
+            else ("[green]pass[/]" if passed else "[red]FAIL[/]")
+        )
+        table.add_row(
+            escape(str(row["evaluator"])),
+            "-" if score is None else f"{float(score):.2f}",
+            verdict,
+            escape(_excerpt(str(row.get("reason") or row.get("error") or ""), 160)),
+        )
+    console.print(table)

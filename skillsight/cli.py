@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import os
 import sys
 from collections.abc import Iterator
 from datetime import datetime
@@ -31,6 +32,7 @@ from skillsight._activation_cli import (
     StoreSource,
     print_activation,
     print_activations,
+    print_evaluations,
 )
 from skillsight._judges_cli import bench_judges, judges_app
 from skillsight.config import DEFAULT_PROJECT, Settings
@@ -137,10 +139,19 @@ def serve(
             "--port", help="REST API port [default 8000, env SKILLSIGHT_PORT].", show_default=False
         ),
     ] = None,
+    skills: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--skills",
+            help="A folder of skills (SKILL.md) to put in the catalogue at start-up, so "
+            "activations get their contract (repeatable) [env SKILLSIGHT_SKILLS_DIRS].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run the collector and API (embedded store unless --clickhouse is given).
 
-    Example: skillsight serve --data ./skillsight-data
+    Example: skillsight serve --data ./skillsight-data --skills ./.claude/skills
     """
     from skillsight.api.server import Endpoints
     from skillsight.api.server import serve as run
@@ -152,6 +163,7 @@ def serve(
             otlp_http_port=otlp_http_port,
             otlp_grpc_port=otlp_grpc_port,
             port=port,
+            skills_dirs=os.pathsep.join(str(p) for p in skills) if skills else None,
         )
     except SkillsightError as exc:
         raise _fail(str(exc)) from exc
@@ -688,12 +700,15 @@ def activations_show(
     try:
         with _read_source(api, key, data, clickhouse, project) as source:
             found = source.activation(activation_id)
+            scores = source.evaluations(activation_id)
     except SkillsightError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
         print(found.model_dump_json(indent=2))
     else:
         print_activation(console, found)
+        console.print()
+        print_evaluations(console, scores)
 
 
 @trajectories_app.command("export")

@@ -87,6 +87,11 @@ class Settings:
     batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
+    skills_dirs: str = _setting(
+        "",
+        "str",
+        "folders of skills (SKILL.md) put in the catalogue at start-up, separated by ':'",
+    )
     rebuild_enabled: bool = _setting(
         True, "bool", "rebuild trajectories and skill activations of completed sessions"
     )

@@ -13,6 +13,7 @@ import pytest
 
 from skillsight.demo.third_party import run_instrumented_demo
 from skillsight.demo.workload import run_demo
+from skillsight.evaluators import DETERMINISTIC
 from tests.support.serve import RunningServer, running_server
 
 pytestmark = [pytest.mark.claude, pytest.mark.slow]
@@ -136,3 +137,15 @@ def test_make_demo_plays_a_session_into_a_fresh_service(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "claude_code.skill_activated" in result.stdout
     assert "csv-summary" in result.stdout
+    # the skill's contract came from the catalogue (serve --skills) and every evaluator that
+    # applies scored the clean run a pass
+    assert "contract allowed-tools Bash(python3:*) Read" in result.stdout
+    verdicts = {
+        line.split()[0]: line.split()[1:3]
+        for line in result.stdout.splitlines()
+        if line.strip().split(" ", 1)[0] in DETERMINISTIC
+    }
+    assert verdicts == {
+        name: ["-", "not_applicable"] if name == "efficiency" else ["1.00", "pass"]
+        for name in DETERMINISTIC
+    }, result.stdout[-3000:]

@@ -21,10 +21,11 @@ from starlette.applications import Starlette
 
 from skillsight.api.app import create_app
 from skillsight.api.evaluations import wire_scheduler
+from skillsight.collector.catalogue import register_skill_dirs, skill_dirs
 from skillsight.collector.receivers import GrpcReceiver, otlp_http_routes
 from skillsight.collector.service import Collector
 from skillsight.collector.store import open_store
-from skillsight.config import Settings
+from skillsight.config import DEFAULT_PROJECT, Settings
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,12 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     store = await asyncio.to_thread(open_store, settings)
+    if settings.skills_dirs:
+        projects = sorted(set(settings.api_keys.values())) or [DEFAULT_PROJECT]
+        report = await asyncio.to_thread(
+            register_skill_dirs, store, skill_dirs(settings.skills_dirs), projects
+        )
+        log.info("catalogue: %d skills from %s", len(report.skills), settings.skills_dirs)
     try:
         async with AsyncExitStack() as stack:
             # the evaluation scheduler is entered first so it outlives the finalizer's flush

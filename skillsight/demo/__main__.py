@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,15 +26,27 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from skillsight._activation_cli import print_activation
+from skillsight._activation_cli import print_activation, print_evaluations
 from skillsight.collector.activations import Activation
-from skillsight.demo.workload import run_demo
+from skillsight.demo.workload import create_demo_project, run_demo
 
 console = Console()
 
 
-def _start_server(data: Path, ports: Sequence[str]) -> tuple[subprocess.Popen[str], dict[str, str]]:
-    command = [sys.executable, "-m", "skillsight.cli", "serve", "--data", str(data), *ports]
+def _start_server(
+    data: Path, ports: Sequence[str], skills: Path
+) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    command = [
+        sys.executable,
+        "-m",
+        "skillsight.cli",
+        "serve",
+        "--data",
+        str(data),
+        "--skills",
+        str(skills),
+        *ports,
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -108,7 +122,23 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
     )
     for record in found:
         print_activation(console, Activation.model_validate(record))
+        _show_evaluations(api, record["activation_id"])
     return len(found)
+
+
+def _show_evaluations(api: str, activation_id: str) -> None:
+    """Wait for the service's evaluation scheduler to score the activation, then show it.
+
+    The first score waits for the embedding model (skill_selection) to load at start-up."""
+    deadline = time.monotonic() + 90
+    scored: list[dict[str, Any]] = []
+    while time.monotonic() < deadline and not scored:
+        record = httpx.get(f"{api}/api/v1/activations/{activation_id}").json()
+        scored = list(record.get("evaluations") or [])
+        if not scored:
+            time.sleep(0.2)
+    console.print()
+    print_evaluations(console, scored)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,7 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ports = (
         ["--port", "0", "--otlp-http-port", "0", "--otlp-grpc-port", "0"] if args.any_ports else []
     )
-    proc, endpoints = _start_server(args.data, ports)
+    # The project is written first so the service can put its skill in the catalogue at
+    # start-up (--skills), as a team points it at its skills repository.
+    workdir = Path(tempfile.mkdtemp(prefix="skillsight-demo-"))
+    project = create_demo_project(workdir / "project")
+    proc, endpoints = _start_server(args.data, ports, project.skill_dir.parent)
     try:
         console.print(
             f"[bold green]skillsight is serving[/] at {endpoints['api']} "
@@ -132,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "playing a real Claude Code session (scripted model) that uses the "
             "[bold]csv-summary[/] skill…"
         )
-        result = run_demo(endpoints["otlp_http"], "http/protobuf")
+        result = run_demo(endpoints["otlp_http"], "http/protobuf", workdir=workdir)
         ended = time.monotonic()
         if not result.session_id:
             console.print("[red]the demo session did not run[/]")
@@ -165,6 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             proc.wait(60)
         if proc.stdout is not None:
             proc.stdout.close()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
