@@ -1140,7 +1140,7 @@ def bench_eval_latency(
     sessions: Annotated[int, typer.Option("--sessions", help="Sessions timed.")] = 20,
     quiet: Annotated[
         float, typer.Option("--quiet", help="The service's rebuild quiet period (s).")
-    ] = 1.0,
+    ] = 0.5,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,

@@ -95,8 +95,10 @@ class Settings:
     rebuild_enabled: bool = _setting(
         True, "bool", "rebuild trajectories and skill activations of completed sessions"
     )
+    # 0.5 s keeps trace-complete-to-scores under DESIGN's 2 s at p95 (skillsight bench
+    # eval-latency); a session also waits for its root span, so a pause mid-run rarely splits it.
     rebuild_quiet_s: float = _setting(
-        1.0, "float", "a session is complete after this long without a new span or event"
+        0.5, "float", "a session is complete after this long without a new span or event"
     )
     rebuild_max_wait_s: float = _setting(
         30.0, "float", "rebuild a session whose parent spans never arrive after this long"
