@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -137,13 +138,19 @@ def workspace_of(activation: Activation, context: EvaluationContext) -> str | No
     """The agent's working directory: given by the context, else the folder holding the
     project's ``.claude/skills`` that the skill was loaded from."""
     if context.workspace:
-        return posixpath.normpath(context.workspace)
+        return _normalized(context.workspace)
     folder = skill_dir(activation, context)
     if folder is None:
         return None
     marker = "/.claude/skills/"
     at = folder.find(marker)
     return folder[:at] or "/" if at >= 0 else None
+
+
+@lru_cache(maxsize=1024)
+def _normalized(folder: str) -> str:
+    # The workspace is the same for every activation of a project.
+    return posixpath.normpath(folder)
 
 
 def within(path: str, root: str) -> bool:

@@ -25,11 +25,13 @@ def expected_scripts(activation: Activation, context: EvaluationContext) -> list
     manifest = context.manifest
     if manifest is None:
         return []
-    return [s for s in manifest.scripts if _mentioned(s, manifest.body)]
+    return list(_mentioned(tuple(manifest.scripts), manifest.body))
 
 
-def _mentioned(script: str, body: str) -> bool:
-    return script in body or posixpath.basename(script) in body
+@lru_cache(maxsize=1024)
+def _mentioned(scripts: tuple[str, ...], body: str) -> tuple[str, ...]:
+    """The scripts the body names; per skill, not per activation (the body is long)."""
+    return tuple(s for s in scripts if s in body or posixpath.basename(s) in body)
 
 
 @lru_cache(maxsize=1024)
