@@ -550,6 +550,23 @@ def test_a_retried_request_in_the_same_batch_is_stored_once(tmp_path: Path) -> N
     assert (left, [r["name"] for r in got]) == ([], ["a", "b", "c"])
 
 
+def test_repeated_keys_normalize_from_their_first_value(tmp_path: Path) -> None:
+    """The projection reads the first of repeated attribute keys, as a Map lookup does."""
+    span = make_span(
+        "execute_tool",
+        [
+            ("gen_ai.tool.name", "first"),
+            ("gen_ai.tool.name", "second"),
+            ("gen_ai.tool.call.id", ""),
+            ("gen_ai.tool.call.id", "call-2"),
+        ],
+    )
+    got, _ = compare(tmp_path, [("p", simple(span))])
+    assert [(r["tool_name"], r["tool_call_id"], r["source_convention"]) for r in got] == [
+        ("first", "", "gen_ai")
+    ]
+
+
 def test_requests_go_the_python_way_when_the_spool_fails(tmp_path: Path) -> None:
     requests = [("p", simple(make_span("a"))), ("p", simple(make_span("b")))]
     with open_store(tmp_path / "s") as store:

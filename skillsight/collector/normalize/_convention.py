@@ -43,7 +43,8 @@ class Convention:
     """A telemetry convention the collector understands.
 
     ``detect`` / ``event_detect`` are ClickHouse boolean expressions over a row's ``name``,
-    ``attributes``, ``resource_attributes`` and ``scope_name``. ``gated`` conventions use
+    ``scope_name`` and raw attribute arrays (``attr_keys``, ``attr_values``, ``res_keys``,
+    ``res_values``; see :mod:`._sql`). ``gated`` conventions use
     generic attribute keys (``model``, ``tool_name``), so their fields count only on rows they
     detect; namespaced ones (``gen_ai.*``) apply wherever their keys appear.
     """

@@ -11,22 +11,27 @@ def lit(value: str) -> str:
     return f"'{escaped}'"
 
 
+# Lookups read the raw key and value arrays (skillsight.collector.rows) rather than the Map
+# built from them: the projection makes ~90 of them a row, and a Map lookup costs more than
+# indexOf over the keys. Both find the first of repeated keys, so the values are the same.
+
+
 def attr(key: str) -> str:
     """The span (or log record) attribute ``key``; '' when absent."""
-    return f"attributes[{lit(key)}]"
+    return f"attr_values[indexOf(attr_keys, {lit(key)})]"
 
 
 def res(key: str) -> str:
     """The resource attribute ``key``; '' when absent."""
-    return f"resource_attributes[{lit(key)}]"
+    return f"res_values[indexOf(res_keys, {lit(key)})]"
 
 
 def has_attr(key: str) -> str:
-    return f"mapContains(attributes, {lit(key)})"
+    return f"has(attr_keys, {lit(key)})"
 
 
 def has_attr_prefix(prefix: str) -> str:
-    return f"arrayExists(k -> startsWith(k, {lit(prefix)}), mapKeys(attributes))"
+    return f"arrayExists(k -> startsWith(k, {lit(prefix)}), attr_keys)"
 
 
 def first(*exprs: str) -> str:
