@@ -1,0 +1,43 @@
+"""``skillsight bench eval`` on a small workload: it scores the synthetic activations with the
+six cheap evaluators and reports per-evaluator CPU time and throughput for both output sizes."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from skillsight.bench.eval import CHEAP, WORKSPACE, run_eval_bench, synthetic_activations
+from skillsight.evaluators import EvaluationContext, deterministic_registry
+
+
+def test_bench_eval_reports_every_cheap_evaluator_for_both_workloads() -> None:
+    out = io.StringIO()
+    report = run_eval_bench(activations=300, selection=0, console=Console(file=out, width=120))
+    assert report["cheap_evaluators"] == list(CHEAP)
+    assert report["target_per_core"] == 20_000
+    assert set(report["machine"]) == {"cpus", "load_average_1m", "python", "processor"}
+    assert "skill_selection" not in report  # --selection 0 skips the model
+    for label, chars in (("scenario-sized", (100, 300)), ("large outputs", (800, 1300))):
+        figures = report[label]
+        assert figures["activations"] == 300
+        assert chars[0] < figures["output_chars_per_activation"] < chars[1]
+        assert list(figures["us_per_activation"]) == list(CHEAP)
+        assert all(us > 0 for us in figures["us_per_activation"].values())
+        # the throughput is the inverse of the measured time per activation
+        rate = figures["activations_per_cpu_second"] * figures["us_per_activation_all_six"]
+        assert abs(rate - 1e6) < 1e4
+    text = out.getvalue()
+    assert "all six via run_evaluators" in text and "activations/s per core" in text
+
+
+def test_the_synthetic_workload_exercises_the_findings_the_bench_claims() -> None:
+    acts, skills = synthetic_activations(400, rows=3)
+    registry = deterministic_registry()
+    contexts = {m.name: m for m, _ in skills}
+    kinds: set[str] = set()
+    for a in acts:
+        context = EvaluationContext(manifest=contexts[a.skill_name], workspace=WORKSPACE)
+        for name in ("security", "tool_errors", "script_execution"):
+            kinds.update(f.kind for f in registry.get(name).evaluate(a, context).findings)
+    assert {"secret", "rm_rf_outside_workspace", "tool_error", "repeated_call"} <= kinds
