@@ -28,7 +28,15 @@ from skillsight.bench.eval import synthetic_activations
 from skillsight.collector.activations import Activation, Tokens, ToolCall
 from skillsight.evaluators import Baseline, RollingBaseline
 from skillsight.evaluators._calls import argument_text, arguments, command_of, paths_of
-from skillsight.evaluators._integration import _FILE, _NUMBER, files, numbers, values
+from skillsight.evaluators._integration import (
+    _FILE,
+    _INLINE,
+    _NUMBER,
+    _inline,
+    files,
+    numbers,
+    values,
+)
 from skillsight.evaluators._skill_selection import _named
 from skillsight.evaluators._tool_errors import call_key
 from skillsight.evaluators.security import destructive, find_secrets, scan_untrusted
@@ -118,6 +126,13 @@ FRAGMENTS = [
     "report.csv",
     "out_3.json",
     "python3 -c 'print(1)'",
+    "node -e ",
+    "perl -ne ",
+    " bc",
+    "awk '{s+=$1}'",
+    "expr 1 + 2",
+    "echo $((1+2))",
+    "printf '%d' $((3*4))",
     "'quoted words'",
     '"double"',
     "\\ ",
@@ -276,20 +291,22 @@ def reference_values(text: str) -> frozenset[str]:
 
 
 def _value_views(text: str) -> tuple[Any, ...]:
-    return numbers(text), files(text) | numbers(text), values(text)
+    return numbers(text), files(text) | numbers(text), values(text), _inline(text)
 
 
 def test_value_extraction_matches_its_definition_on_the_corpus() -> None:
     for text in corpus():
         want = reference_values(text)
-        assert _value_views(text) == (reference_numbers(text), want, want), text
+        inline = _INLINE.search(text) is not None
+        assert _value_views(text) == (reference_numbers(text), want, want, inline), text
 
 
 @settings(max_examples=400, deadline=None)
 @given(TEXT)
 def test_value_extraction_matches_its_definition_on_generated_text(text: str) -> None:
     want = reference_values(text)
-    assert _value_views(text) == (reference_numbers(text), want, want)
+    inline = _INLINE.search(text) is not None
+    assert _value_views(text) == (reference_numbers(text), want, want, inline)
 
 
 @settings(max_examples=300, deadline=None)

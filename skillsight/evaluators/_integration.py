@@ -41,6 +41,18 @@ _INLINE = re.compile(
 _DOT_LETTER = re.compile(r"\.[A-Za-z]")
 _NONE: frozenset[str] = frozenset()
 
+# A literal every alternative of _INLINE contains (it is case-sensitive): commands with none,
+# most of them, skip a pattern that has no literal prefix to search for.
+_INLINE_WORDS = ("python", "node", "perl", "ruby", "bc", "awk", "expr", "echo", "printf")
+
+
+def _inline(command: str) -> bool:
+    """Whether ``command`` computes inline (``_INLINE`` matches it)."""
+    for word in _INLINE_WORDS:
+        if word in command:
+            return _INLINE.search(command) is not None
+    return False
+
 
 @lru_cache(maxsize=8192)
 def numbers(text: str) -> frozenset[str]:
@@ -162,7 +174,7 @@ class IntegrationEvaluator(Evaluator):
             command = command_of(call)
             if command is None or call.tool_call_id in script_calls:
                 continue
-            if _INLINE.search(command):
+            if _inline(command):
                 findings.append(
                     Finding(
                         kind="inline_computation",
