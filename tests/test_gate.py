@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from skillsight._gate import GateConfig, read_config
 from skillsight.cli import app
+from skillsight.cli._gate import GateConfig, read_config
 from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
 from skillsight.collector.store import EmbeddedStore
 from skillsight.demo.scenario_library import build_scenario

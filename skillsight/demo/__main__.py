@@ -26,7 +26,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from skillsight._activation_cli import print_activation, print_evaluations
+from skillsight.cli._activations_view import print_activation, print_evaluations
 from skillsight.collector.activations import Activation
 from skillsight.demo.workload import create_demo_project, run_demo
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from skillsight._gate import GateResult
 from skillsight.api.evaluation_models import EvaluatorScoreOut, ScorecardOut
+from skillsight.cli._gate import GateResult
 
 
 def _num(value: float | None) -> str:

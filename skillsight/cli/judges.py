@@ -44,7 +44,7 @@ ApiBaseOpt = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
+def fail(message: str, code: int = 1) -> typer.Exit:
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
@@ -111,7 +111,7 @@ def judges_calibrate(
             }
         )
         if not settings.judge_model:
-            raise _fail("no judge model: pass --model or set SKILLSIGHT_JUDGE_MODEL", 2)
+            raise fail("no judge model: pass --model or set SKILLSIGHT_JUDGE_MODEL", 2)
         resolve = None
         if data is not None or clickhouse:
             from skillsight.collector.store import open_store
@@ -127,7 +127,7 @@ def judges_calibrate(
         judges = build_judges(judge, dict.fromkeys(item.rubric for item in items))
         agreements, evaluations = calibrate(items, judges)
     except SkillsightError as exc:
-        raise _fail(str(exc), 2) from exc
+        raise fail(str(exc), 2) from exc
     finally:
         if store is not None:
             store.close()
@@ -192,6 +192,6 @@ def bench_judges(
             activations=activations, concurrency=concurrency, rubric=rubric, console=console
         )
     except SkillsightError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps(report, indent=2))

@@ -1,0 +1,5 @@
+"""``python -m skillsight.cli``."""
+
+from skillsight.cli import main
+
+main()

@@ -1,0 +1,371 @@
+"""The service's commands: serve, ingest files, read spans, rebuild sessions, the rebuild worker."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from skillsight.cli._common import (
+    ApiOpt,
+    ClickhouseOpt,
+    DataOpt,
+    KeyOpt,
+    ProjectOpt,
+    app,
+    console,
+    err,
+    explain_store_error,
+    fail,
+    load_settings,
+)
+from skillsight.config import DEFAULT_PROJECT
+from skillsight.errors import SkillsightError
+
+
+@app.command()
+def serve(
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    otlp_http_port: Annotated[
+        int | None,
+        typer.Option(
+            "--otlp-http-port",
+            help="OTLP/HTTP port [default 4318, env SKILLSIGHT_OTLP_HTTP_PORT].",
+            show_default=False,
+        ),
+    ] = None,
+    otlp_grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            "--otlp-grpc-port",
+            help="OTLP/gRPC port [default 4317, env SKILLSIGHT_OTLP_GRPC_PORT].",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            "--port", help="REST API port [default 8000, env SKILLSIGHT_PORT].", show_default=False
+        ),
+    ] = None,
+    skills: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--skills",
+            help="A folder of skills (SKILL.md) to put in the catalogue at start-up, so "
+            "activations get their contract (repeatable) [env SKILLSIGHT_SKILLS_DIRS].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Run the collector and API (embedded store unless --clickhouse is given).
+
+    Example: skillsight serve --data ./skillsight-data --skills ./.claude/skills
+    """
+    from skillsight.api.server import Endpoints
+    from skillsight.api.server import serve as run
+
+    try:
+        settings = load_settings(
+            data=data,
+            clickhouse=clickhouse,
+            otlp_http_port=otlp_http_port,
+            otlp_grpc_port=otlp_grpc_port,
+            port=port,
+            skills_dirs=os.pathsep.join(str(p) for p in skills) if skills else None,
+        )
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+
+    def ready(endpoints: Endpoints) -> None:
+        store = settings.clickhouse_url or f"embedded ({settings.data_dir})"
+        console.print(f"[bold green]skillsight serving[/] store: {store}", highlight=False)
+        console.print(
+            f"  API + UI    {endpoints.api}  (OpenAPI at {endpoints.api}/docs)", highlight=False
+        )
+        console.print(f"  OTLP/HTTP   {endpoints.otlp_http}", highlight=False)
+        console.print(f"  OTLP/gRPC   {endpoints.otlp_grpc}", highlight=False)
+        # one machine-readable line for scripts and tests
+        print("SKILLSIGHT_READY " + json.dumps(endpoints.__dict__), flush=True)
+
+    try:
+        asyncio.run(run(settings, on_ready=ready))
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    except OSError as exc:
+        raise fail(f"cannot listen: {exc}") from exc
+
+
+def _read_export_file(path: Path) -> list[tuple[str, bytes, str]]:
+    """(signal, body, encoding) of each export request stored in ``path``."""
+    from skillsight.collector import otlp
+
+    raw = path.read_bytes()
+    if path.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    name = path.name.removesuffix(".gz")
+    guessed = otlp.LOGS if "log" in name.lower() else otlp.TRACES
+    if name.endswith((".json", ".jsonl", ".ndjson")) or raw.lstrip()[:1] in (b"{", b"["):
+        bodies: list[bytes] = []
+        text = raw.decode("utf-8", errors="replace").strip()
+        if text.startswith("["):
+            bodies = [json.dumps(item).encode() for item in json.loads(text)]
+        else:
+            try:
+                json.loads(text)
+                bodies = [text.encode()]
+            except json.JSONDecodeError:  # JSON lines, as the OTel Collector's file exporter
+                bodies = [line.encode() for line in text.splitlines() if line.strip()]
+        out = []
+        for body in bodies:
+            signal = (
+                otlp.LOGS
+                if b'"resourceLogs"' in body or b'"resource_logs"' in body
+                else (
+                    otlp.TRACES
+                    if b'"resourceSpans"' in body or b'"resource_spans"' in body
+                    else guessed
+                )
+            )
+            out.append((signal, body, otlp.JSON))
+        return out
+    return [(guessed, raw, otlp.PROTOBUF)]
+
+
+@app.command()
+def ingest(
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="OTLP export files: JSON, JSON lines or protobuf, optionally .gz.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ],
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Load OTLP export files into the store. Files whose name contains 'log' are log exports.
+
+    Example: skillsight ingest traces.json logs.pb.gz --data ./skillsight-data
+    """
+    from skillsight.collector import otlp
+    from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
+    from skillsight.collector.store import open_store
+
+    try:
+        settings = load_settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise fail(explain_store_error(exc, settings if "settings" in locals() else None)) from exc
+    limits = otlp.Limits(settings.max_attribute_bytes, settings.max_attribute_depth)
+    totals = {"spans": 0, "log records": 0, "rejected": 0}
+    try:
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("ingesting", total=len(files))
+            for path in files:
+                for signal, body, encoding in _read_export_file(path):
+                    try:
+                        decoded = otlp.decode(signal, body, encoding, project, limits)
+                    except SkillsightError as exc:
+                        err.print(f"[yellow]{path}[/]: {exc}", highlight=False)
+                        totals["rejected"] += 1
+                        continue
+                    if signal == otlp.TRACES:
+                        totals["spans"] += store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+                    else:
+                        totals["log records"] += store.insert_events(
+                            decoded.columns.to_arrow(EVENT_SCHEMA)
+                        )
+                    totals["rejected"] += decoded.rejected
+                    if decoded.message():
+                        err.print(f"[yellow]{path}[/]: {decoded.message()}", highlight=False)
+                progress.advance(task)
+    except OSError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        store.close()
+    console.print(
+        f"ingested {totals['spans']} spans and {totals['log records']} log records "
+        f"({totals['rejected']} rejected) into project {project!r}",
+        highlight=False,
+    )
+
+
+@app.command()
+def spans(
+    trace: Annotated[
+        str | None, typer.Option("--trace", help="Only this trace id (hex).", show_default=False)
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session id.", show_default=False)
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    limit: Annotated[int, typer.Option("--limit", help="Most spans to show.")] = 200,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Show normalized spans, from a running service (--api) or straight from the store.
+
+    Example: skillsight spans --trace 4bf92f3577b34da6a3ce929d0e0e4736 --api http://127.0.0.1:8000
+    """
+    params: dict[str, str | int] = {
+        "trace_id": trace or "",
+        "session_id": session or "",
+        "limit": limit,
+    }
+    if api:
+        import httpx
+
+        headers = {"x-skillsight-key": key} if key else {}
+        try:
+            response = httpx.get(
+                f"{api.rstrip('/')}/api/v1/spans", params=params, headers=headers, timeout=30
+            )
+        except httpx.HTTPError as exc:
+            raise fail(f"cannot reach {api}: {exc}") from exc
+        if response.status_code != 200:
+            raise fail(f"{api} answered {response.status_code}: {response.text[:300]}")
+        rows: list[dict[str, Any]] = response.json()
+    else:
+        from skillsight.api.models import span_out
+        from skillsight.collector.store import open_store
+
+        settings = None
+        try:
+            settings = load_settings(data=data, clickhouse=clickhouse)
+            store = open_store(settings)
+        except SkillsightError as exc:
+            raise fail(explain_store_error(exc, settings)) from exc
+        try:
+            rows = [
+                span_out(r).model_dump()
+                for r in store.list_spans(
+                    project, trace_id=(trace or "").lower(), session_id=session or "", limit=limit
+                )
+            ]
+        finally:
+            store.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    table = Table(box=None, header_style="bold")
+    table.add_column("start", no_wrap=True)
+    table.add_column("trace", no_wrap=True, max_width=8)
+    table.add_column("name", overflow="fold")
+    table.add_column("operation", no_wrap=True, min_width=12)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("skill", overflow="fold")
+    table.add_column("convention", no_wrap=True, min_width=11)
+    table.add_column("ms", justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row["start_time"][11:23],
+            row["trace_id"][:8],
+            row["name"][:40],
+            row["operation"],
+            row["tool_name"],
+            row["skill_name"],
+            row["source_convention"],
+            f"{row['duration_ms']:.1f}",
+        )
+    console.print(table)
+    console.print(f"{len(rows)} spans", style="dim")
+
+
+@app.command()
+def rebuild(
+    session: Annotated[
+        str | None,
+        typer.Option(
+            "--session", help="Only this session (default: every session).", show_default=False
+        ),
+    ] = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Rebuild trajectories and skill activations from the stored spans and events now.
+
+    `skillsight serve` does this by itself once a session is complete; this is for stores
+    filled by `skillsight ingest`, or after an upgrade of the algorithm.
+
+    Example: skillsight rebuild --data ./skillsight-data
+    """
+    from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
+    from skillsight.collector.store import open_store
+
+    settings = None
+    try:
+        settings = load_settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings)
+    except SkillsightError as exc:
+        raise fail(explain_store_error(exc, settings)) from exc
+    try:
+        keys = [
+            (p, k, through)
+            for p, k, through in store.touched_sessions(0)
+            if p == project and (session is None or k == session)
+        ]
+        if session is not None and not keys:
+            raise fail(f"no spans or events of session {session!r} in project {project!r}")
+        outcomes, _ = rebuild_sessions(
+            store, keys, rebuild=default_rebuild(), catalogue=store_catalogue(store)
+        )
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        store.close()
+    rebuilt = [o.rebuilt for o in outcomes if o.rebuilt is not None]
+    failed = [o for o in outcomes if o.error]
+    for outcome in failed:
+        err.print(f"[yellow]{outcome.session_key}[/]: {outcome.error}", highlight=False)
+    console.print(
+        f"rebuilt {len(rebuilt)} sessions, {sum(len(r.activations) for r in rebuilt)} "
+        f"activations, in project {project!r}"
+        + (f"; {len(failed)} sessions failed" if failed else ""),
+        highlight=False,
+    )
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def worker(
+    shard: Annotated[
+        str, typer.Option("--shard", help="This worker's share of sessions, INDEX/COUNT.")
+    ] = "0/1",
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+) -> None:
+    """Rebuild completed sessions from the store in a process of its own (scaled-out set-ups:
+    collectors with SKILLSIGHT_REBUILD_ENABLED=0, one or more workers). Stops on SIGTERM.
+
+    Example: skillsight worker --clickhouse clickhouse://ch:8123/skillsight --shard 0/2
+    """
+    from skillsight.collector.worker import parse_shard, run_worker
+
+    def ready() -> None:
+        print("SKILLSIGHT_WORKER_READY", flush=True)
+
+    try:
+        settings = load_settings(data=data, clickhouse=clickhouse)
+        finalizer = asyncio.run(run_worker(settings, shard=parse_shard(shard), on_ready=ready))
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    console.print(
+        f"rebuilt {finalizer.stats.sessions_rebuilt} sessions ({finalizer.stats.errors} errors)",
+        highlight=False,
+    )

@@ -1,0 +1,185 @@
+"""``skillsight skills``: check SKILL.md folders, record and list them, a skill's scorecard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from skillsight.cli._common import (
+    ApiOpt,
+    ClickhouseOpt,
+    DataOpt,
+    KeyOpt,
+    ProjectOpt,
+    WindowOpt,
+    console,
+    evaluation_source,
+    explain_store_error,
+    fail,
+    load_settings,
+    skills_app,
+)
+from skillsight.config import DEFAULT_PROJECT
+from skillsight.errors import SkillsightError
+
+
+@skills_app.command("scan")
+def skills_scan(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Folders to search for SKILL.md (or skill folders, or SKILL.md files)."
+        ),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    store_them: Annotated[
+        bool, typer.Option("--store", help="Record the skills without violations in the store.")
+    ] = False,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """Check every SKILL.md below PATHS against the Agent Skills rules; exit 1 on a violation.
+
+    Each violation prints as `file:line: rule: message`.
+
+    Example: skillsight skills scan .claude/skills --store --data ./skillsight-data
+    """
+    from skillsight.skills import scan
+
+    try:
+        report = scan(paths)
+    except SkillsightError as exc:
+        raise fail(str(exc), 2) from exc
+    stored = 0
+    if store_them and report.valid_skills:
+        from skillsight.collector.store import open_store
+
+        settings = None
+        try:
+            settings = load_settings(data=data, clickhouse=clickhouse)
+            store = open_store(settings)
+        except SkillsightError as exc:
+            raise fail(explain_store_error(exc, settings), 2) from exc
+        try:
+            stored = store.insert_skills(project, report.valid_skills)
+        except SkillsightError as exc:
+            raise fail(str(exc), 2) from exc
+        finally:
+            store.close()
+    if as_json:
+        print(json.dumps({**report.to_json(), "stored": stored}, indent=2, ensure_ascii=False))
+    else:
+        for violation in report.violations:
+            print(violation)
+        summary = (
+            f"{len(report.files)} skills scanned, {len(report.valid_skills)} valid, "
+            f"{len(report.violations)} violations"
+        )
+        if store_them:
+            summary += f"; {stored} recorded in project {project!r}"
+        print(summary)
+    if report.violations:
+        raise typer.Exit(1)
+
+
+@skills_app.command("list")
+def skills_list(
+    name: Annotated[
+        str, typer.Option("--name", help="Only this skill (every version of it).")
+    ] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """List the recorded skill catalogue: every scanned version, newest first per skill.
+
+    Example: skillsight skills list --data ./skillsight-data
+    """
+    rows: list[dict[str, Any]]
+    if api:
+        import httpx
+
+        headers = {"x-skillsight-key": key} if key else {}
+        try:
+            response = httpx.get(
+                f"{api.rstrip('/')}/api/v1/skills",
+                params={"name": name},
+                headers=headers,
+                timeout=30,
+            )
+        except httpx.HTTPError as exc:
+            raise fail(f"cannot reach {api}: {exc}") from exc
+        if response.status_code != 200:
+            raise fail(f"{api} answered {response.status_code}: {response.text[:300]}")
+        rows = response.json()
+    else:
+        from skillsight.collector.store import open_store
+
+        settings = None
+        try:
+            settings = load_settings(data=data, clickhouse=clickhouse)
+            store = open_store(settings)
+        except SkillsightError as exc:
+            raise fail(explain_store_error(exc, settings)) from exc
+        try:
+            rows = store.list_skills(project, name)
+        finally:
+            store.close()
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    table = Table(box=None, header_style="bold")
+    table.add_column("skill", overflow="fold")
+    table.add_column("version", no_wrap=True)
+    table.add_column("allowed-tools", overflow="fold")
+    table.add_column("scanned", no_wrap=True)
+    table.add_column("description", overflow="fold", max_width=60)
+    for row in rows:
+        tools = row["allowed_tools"]
+        table.add_row(
+            row["name"],
+            row["version"][:12],
+            "(any)" if tools is None else " ".join(tools) or "(none)",
+            row["scanned_at"][:19],
+            row["description"],
+        )
+    console.print(table)
+    console.print(f"{len(rows)} skill versions", style="dim")
+
+
+@skills_app.command("scorecard")
+def skills_scorecard(
+    name: Annotated[str, typer.Argument(help="Skill name.")],
+    window: WindowOpt = "30d",
+    version: Annotated[str, typer.Option("--version", help="Only this skill version.")] = "",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    api: ApiOpt = None,
+    key: KeyOpt = None,
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+    project: ProjectOpt = DEFAULT_PROJECT,
+) -> None:
+    """A skill's scorecard: activations, pass rate and mean score per evaluator, overall and
+    per skill version, with a per-day trend.
+
+    Example: skillsight skills scorecard csv-summary --window 7d --api http://127.0.0.1:8000
+    """
+    from skillsight.cli._evaluation_view import print_scorecard
+
+    try:
+        with evaluation_source(api, key, data, clickhouse, project) as source:
+            card = source.scorecard(name, window=window, since=None, version=version)
+    except SkillsightError as exc:
+        raise fail(str(exc), 2) from exc
+    if as_json:
+        print(card.model_dump_json(indent=2))
+    else:
+        print_scorecard(console, card)
