@@ -216,11 +216,11 @@ class Finalizer:
                 await asyncio.wait_for(self._stop.wait(), self.poll_s)
 
     async def _discover(self) -> None:
+        count: int | None = None
         if self.commits is not None and not self._catching_up:
             count = self.commits()
             if count == self._commits_seen:
                 return
-            self._commits_seen = count
         try:
             touched = await asyncio.to_thread(
                 self.store.touched_sessions, self._watermark_us - _OVERLAP_US
@@ -254,6 +254,10 @@ class Finalizer:
             )
         horizon = self._watermark_us - 2 * _OVERLAP_US
         self._handled = {k: v for k, v in self._handled.items() if v >= horizon}
+        # Only now, with what they touched pending: while the query ran, `idle` must not
+        # report these commits as looked at.
+        if count is not None:
+            self._commits_seen = count
 
     def _mine(self, key: str) -> bool:
         index, count = self.shard
