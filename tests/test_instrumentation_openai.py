@@ -1122,3 +1122,14 @@ def test_shutdown_ends_what_a_cut_short_trace_left_open(
     assert tree(exporter.get_finished_spans())[0]["children"][0]["children"][0]["name"] == (
         "execute_tool load_skill"
     )
+
+
+def test_the_package_exposes_the_processor_but_imports_agents_only_on_use() -> None:
+    code = (
+        "import sys, skillsight.instrumentation as i\n"
+        "assert 'agents' not in sys.modules, 'imported at package import'\n"
+        "assert i.SkillsightTracingProcessor.__name__ == 'SkillsightTracingProcessor'\n"
+        "assert callable(i.instrument_openai_agents) and 'agents' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
