@@ -7,7 +7,7 @@ import json
 import posixpath
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from skillsight.collector.activations import Activation, ToolCall
@@ -22,8 +22,19 @@ FILE_TOOLS = frozenset(
 )
 
 
-def _parse(args: Any, name: str) -> tuple[dict[str, Any] | str | None, str | None, str]:
-    """(arguments as a dict when JSON else as given, shell command line, text to scan)."""
+class CallView(NamedTuple):
+    """What evaluators read of a call's arguments."""
+
+    arguments: dict[str, Any] | str | None
+    """As a dict when they are JSON, else as given."""
+    command: str | None
+    """The shell command line the call runs; None when it is not a shell call."""
+    text: str
+    """The arguments as one text to scan: string values joined by newlines (nested values as
+    JSON), cheaper than serializing the whole object."""
+
+
+def _parse(args: Any, name: str) -> CallView:
     parsed: dict[str, Any] | str | None
     if isinstance(args, str):
         parsed = args
@@ -65,18 +76,19 @@ def _parse(args: Any, name: str) -> tuple[dict[str, Any] | str | None, str | Non
         )
     else:
         text = json.dumps(args, ensure_ascii=False, default=str)
-    return parsed, command, text
+    return CallView(parsed, command, text)
 
 
 # Every evaluator reads the same calls' commands and argument texts; they are derived once per
 # call and kept here, keyed by the call's identity and checked against the call and its
 # arguments object (a reassigned ``arguments`` is derived anew). Entries hold their call, so an
 # id cannot be reused while its entry lives; the table is emptied when full.
-_VIEWS: dict[int, tuple[ToolCall, Any, tuple[dict[str, Any] | str | None, str | None, str]]] = {}
+_VIEWS: dict[int, tuple[ToolCall, Any, CallView]] = {}
 _VIEWS_MAX = 8192
 
 
-def _view(call: ToolCall) -> tuple[dict[str, Any] | str | None, str | None, str]:
+def call_view(call: ToolCall) -> CallView:
+    """The call's arguments, command and argument text, derived once per call."""
     entry = _VIEWS.get(id(call))
     args = call.arguments
     if entry is not None and entry[0] is call and entry[1] is args:
@@ -90,19 +102,19 @@ def _view(call: ToolCall) -> tuple[dict[str, Any] | str | None, str | None, str]
 
 def arguments(call: ToolCall) -> dict[str, Any] | str | None:
     """The call's arguments as a dict when they are JSON, else as given."""
-    return _view(call)[0]
+    return call_view(call).arguments
 
 
 def command_of(call: ToolCall) -> str | None:
     """The shell command line a call runs, or None when it is not a shell call."""
-    return _view(call)[1]
+    return call_view(call).command
 
 
 def paths_of(call: ToolCall) -> list[str]:
     """File paths a file tool call names."""
     if call.name not in FILE_TOOLS:
         return []
-    args = _view(call)[0]
+    args = call_view(call).arguments
     if not isinstance(args, dict):
         return []
     return [v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v]
@@ -111,7 +123,7 @@ def paths_of(call: ToolCall) -> list[str]:
 def argument_text(call: ToolCall) -> str:
     """The call's arguments as one text to scan: string values joined by newlines (nested
     values as JSON), cheaper than serializing the whole object."""
-    return _view(call)[2]
+    return call_view(call).text
 
 
 # Claude Code's Skill tool answers with this line first.

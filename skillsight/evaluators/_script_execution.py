@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from skillsight.collector.activations import Activation, ToolCall
-from skillsight.evaluators._calls import command_of
+from skillsight.evaluators._calls import call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
@@ -42,8 +42,8 @@ def _pattern(script: str) -> re.Pattern[str]:
 
 
 def runs_of(script: str, calls: list[ToolCall]) -> list[ToolCall]:
-    pattern = _pattern(script)
-    return [call for call in calls if (cmd := command_of(call)) is not None and pattern.search(cmd)]
+    search = _pattern(script).search
+    return [call for call in calls if (cmd := call_view(call).command) is not None and search(cmd)]
 
 
 class ScriptExecutionEvaluator(Evaluator):

@@ -18,8 +18,7 @@ from collections.abc import Iterable
 
 from skillsight.collector.activations import Activation
 from skillsight.evaluators._calls import (
-    argument_text,
-    command_of,
+    call_view,
     paths_of,
     skill_dir,
     workspace_of,
@@ -77,7 +76,7 @@ class SecurityEvaluator(Evaluator):
             findings += _content(scan_skill_content(text), "skill content", *trigger)
         for call in activation.tool_calls:
             cite = (call.step_id, call.tool_call_id)
-            command = command_of(call)
+            _, command, args = call_view(call)
             if command is not None:
                 for hit in destructive(command, roots):
                     findings.append(
@@ -90,7 +89,6 @@ class SecurityEvaluator(Evaluator):
                             detail={"surface": "tool arguments", "command": command[:500]},
                         )
                     )
-            args = argument_text(call)
             where = sensitive_reference(args)
             if where:
                 findings.append(
