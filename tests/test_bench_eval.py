@@ -24,11 +24,14 @@ def test_bench_eval_reports_every_cheap_evaluator_for_both_workloads() -> None:
         assert chars[0] < figures["output_chars_per_activation"] < chars[1]
         assert list(figures["us_per_activation"]) == list(CHEAP)
         assert all(us > 0 for us in figures["us_per_activation"].values())
+        # doing nothing costs something, and less than doing the work
+        assert 0 < figures["us_per_activation_six_constant"] < figures["us_per_activation_all_six"]
         # the throughput is the inverse of the measured time per activation
         rate = figures["activations_per_cpu_second"] * figures["us_per_activation_all_six"]
         assert abs(rate - 1e6) < 1e4
     text = out.getvalue()
     assert "all six via run_evaluators" in text and "activations/s per core" in text
+    assert "six constant evaluators via run_evaluators" in text
 
 
 def test_the_synthetic_workload_exercises_the_findings_the_bench_claims() -> None:

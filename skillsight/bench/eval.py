@@ -36,7 +36,10 @@ from skillsight.collector.activations import (
 from skillsight.evaluators import (
     DETERMINISTIC,
     Baseline,
+    Evaluation,
     EvaluationContext,
+    Evaluator,
+    Registry,
     deterministic_registry,
     run_evaluators,
 )
@@ -179,6 +182,26 @@ def synthetic_activations(
     return out, skills
 
 
+class _Constant(Evaluator):
+    """Scores 1.0 without looking: what running an evaluator costs before it does anything."""
+
+    version = "0"
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        return self.result(
+            activation,
+            1.0,
+            "constant",
+            "not looked at",
+            step_ids=[activation.trigger_step_id],
+            tool_call_ids=[activation.trigger_call_id],
+        )
+
+
+def _floor_registry() -> Registry:
+    return Registry(type(f"Constant_{n}", (_Constant,), {"name": n})() for n in CHEAP)
+
+
 def _cpu(run: Callable[[], object]) -> float:
     started = time.process_time()
     run()
@@ -244,6 +267,8 @@ def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any
                     e.evaluate(a, context(a))
 
             per_evaluator[name] = _cpu(one) / len(acts) * 1e6
+        floor_registry = _floor_registry()
+        floor = _cpu(lambda: run_evaluators(acts, context, registry=floor_registry))
     finally:
         gc.unfreeze()
     per_core = len(acts) / seconds
@@ -254,6 +279,7 @@ def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any
         table.add_row(name, f"{micros:.1f}")
     table.add_row("sum of the six alone", f"{sum(per_evaluator.values()):.1f}")
     table.add_row("all six via run_evaluators", f"{seconds / len(acts) * 1e6:.1f}")
+    table.add_row("six constant evaluators via run_evaluators", f"{floor / len(acts) * 1e6:.1f}")
     console.print(table)
     console.print(f"[bold]{per_core:,.0f} activations/s per core[/] (target ≥ 20,000)")
     return {
@@ -262,6 +288,7 @@ def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any
         "activations_per_cpu_second": round(per_core),
         "us_per_activation": {k: round(v, 2) for k, v in per_evaluator.items()},
         "us_per_activation_all_six": round(seconds / len(acts) * 1e6, 2),
+        "us_per_activation_six_constant": round(floor / len(acts) * 1e6, 2),
     }
 
 
