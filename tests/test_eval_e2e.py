@@ -11,6 +11,7 @@ capture was recorded (the manifest's ``project_root``) and recorded in the catal
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -303,44 +304,65 @@ def test_the_gate_exit_code_follows_the_verdicts(served: RunningServer, name: st
 
 @pytest.mark.claude
 @pytest.mark.slow
-def test_a_live_claude_code_run_outside_allowed_tools_is_scored_and_fails_the_gate(
-    tmp_path: Path,
-) -> None:
-    """Real Claude Code (scripted model) exports straight into serve; no capture involved."""
-    from skillsight.demo.scenarios import executed_facts, mismatches, run_scenario
+def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: Path) -> None:
+    """Real Claude Code (scripted model) exports straight into serve, no capture involved: the
+    five evaluation scenarios at once, each in its own project (they reuse skill names with
+    different contracts), scored as their manifests expect, and the gate follows."""
+    from skillsight.demo.scenarios import executed_facts, mismatches, run_scenario_async
 
-    scenario = build_scenario("allowed_tools_violation", tmp_path / "work" / "project")
     data = tmp_path / "data"
-    write_and_scan("allowed_tools_violation", scenario.root, data)
+    scenarios = {}
+    for name in SCENARIOS:
+        scenarios[name] = build_scenario(name, tmp_path / "work" / name / "project")
+        write_and_scan(name, scenarios[name].root, data)
     env = {
-        "SKILLSIGHT_API_KEYS": f"{KEYS['allowed_tools_violation']}:allowed_tools_violation",
+        "SKILLSIGHT_API_KEYS": ",".join(f"{KEYS[name]}:{name}" for name in SCENARIOS),
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
         "SKILLSIGHT_EVAL_ENABLED": "true",
     }
+
+    async def play_all(endpoint: str) -> list[Any]:
+        return await asyncio.gather(
+            *(
+                run_scenario_async(
+                    scenarios[name],
+                    endpoint=endpoint,
+                    protocol="http/protobuf",
+                    project_key=KEYS[name],
+                )
+                for name in SCENARIOS
+            )
+        )
+
     with running_server(data, env=env) as server:
-        result = run_scenario(
-            scenario,
-            endpoint=server.otlp_http,
-            protocol="http/protobuf",
-            project_key=KEYS["allowed_tools_violation"],
-        )
-        assert mismatches(result) == []
-        wait_scored(server, 1)
-        activation = activation_of(server, "allowed_tools_violation")
-        assert activation["session_id"] == result.session_id
-        verdicts = {e["evaluator"]: e for e in activation["evaluations"]}
-        assert {name: e["passed"] for name, e in verdicts.items()} == expected_verdicts(
-            "allowed_tools_violation"
-        )
-        (bash,) = [i for i, name, *_ in executed_facts(result) if name == "Bash"]
-        assert verdicts["allowed_tools"]["score"] < 1.0
-        assert verdicts["allowed_tools"]["evidence"]["tool_call_ids"] == [bash]
+        results = dict(zip(SCENARIOS, asyncio.run(play_all(server.otlp_http)), strict=True))
+        for name, result in results.items():
+            assert mismatches(result) == [], name
+        wait_scored(server, len(SCENARIOS))
+        for name, result in results.items():
+            activation = activation_of(server, name)
+            assert activation["session_id"] == result.session_id
+            verdicts = {e["evaluator"]: e for e in activation["evaluations"]}
+            assert {e: v["passed"] for e, v in verdicts.items()} == expected_verdicts(name), name
+            done = cli(
+                "gate", "--api", server.api, "--key", KEYS[name],
+                "--skill", activation["skill_name"], *GATE,
+            )  # fmt: skip
+            failing = [e for e, ok in expected_verdicts(name).items() if ok is False]
+            assert done.returncode == (1 if failing else 0), done.stdout + done.stderr
+
+        # the run outside allowed-tools: the Bash call is cited, by the evaluator and the gate
+        violation = results["allowed_tools_violation"]
+        (bash,) = [i for i, tool, *_ in executed_facts(violation) if tool == "Bash"]
+        scored = activation_of(server, "allowed_tools_violation")["evaluations"]
+        (allowed,) = [e for e in scored if e["evaluator"] == "allowed_tools"]
+        assert allowed["score"] < 1.0
+        assert allowed["evidence"]["tool_call_ids"] == [bash]
         done = cli(
             "gate", "--api", server.api, "--key", KEYS["allowed_tools_violation"],
             "--skill", "sales-report", *GATE,
         )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
     assert bash in done.stdout
 
 
