@@ -33,6 +33,7 @@ from skillsight.evaluators._integration import (
     _INLINE,
     _NUMBER,
     _inline,
+    _union,
     files,
     numbers,
     values,
@@ -307,6 +308,22 @@ def test_value_extraction_matches_its_definition_on_generated_text(text: str) ->
     want = reference_values(text)
     inline = _INLINE.search(text) is not None
     assert _value_views(text) == (reference_numbers(text), want, want, inline)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXT, max_size=5))
+def test_values_of_texts_scanned_together_are_the_union_of_each(texts: list[str]) -> None:
+    want: set[str] = set()
+    for text in texts:
+        want |= reference_values(text)
+    assert _union(texts) == want
+
+
+def test_values_of_the_corpus_scanned_in_groups_are_the_union_of_each() -> None:
+    texts = corpus()
+    for start in range(0, len(texts), 7):
+        group = texts[start : start + 7]
+        assert _union(group) == set().union(*map(reference_values, group)), group
 
 
 @settings(max_examples=300, deadline=None)

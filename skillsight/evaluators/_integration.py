@@ -54,10 +54,7 @@ def _inline(command: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=8192)
-def numbers(text: str) -> frozenset[str]:
-    """Numbers of at least two digits, written without thousands separators or trailing
-    zeros after the point (``1,234.50`` -> ``1234.5``)."""
+def _numbers(text: str) -> set[str]:
     found: set[str] = set()
     for raw in _NUMBER.findall(text):
         if "," in raw or "." in raw:
@@ -65,7 +62,14 @@ def numbers(text: str) -> frozenset[str]:
             found.add(clean.rstrip("0").rstrip(".") if "." in clean else clean)
         else:
             found.add(raw)
-    return frozenset(found)
+    return found
+
+
+@lru_cache(maxsize=8192)
+def numbers(text: str) -> frozenset[str]:
+    """Numbers of at least two digits, written without thousands separators or trailing
+    zeros after the point (``1,234.50`` -> ``1234.5``)."""
+    return frozenset(_numbers(text))
 
 
 def files(text: str) -> frozenset[str]:
@@ -82,9 +86,12 @@ def values(text: str) -> frozenset[str]:
 
 
 def _union(texts: Iterable[str]) -> set[str]:
-    out: set[str] = set()
-    for text in texts:
-        out |= values(text)
+    """The values of several texts: one scan of them joined by newlines, which no number or
+    file name spans and which bounds them as the start and end of a text do."""
+    joined = "\n".join(texts)
+    out = _numbers(joined)
+    if _DOT_LETTER.search(joined) is not None:
+        out.update(m for m in _FILE.findall(joined) if not m[0].isdigit())
     return out
 
 
