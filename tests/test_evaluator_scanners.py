@@ -46,8 +46,14 @@ from skillsight.evaluators.security._content import (
     _injection_markers,
     _invisible_walk,
     _url_findings,
+    may_be_untrusted,
 )
-from skillsight.evaluators.security._roots import _SENSITIVE, Roots, sensitive_reference
+from skillsight.evaluators.security._roots import (
+    _SENSITIVE,
+    Roots,
+    may_be_sensitive,
+    sensitive_reference,
+)
 from skillsight.evaluators.security._secrets import (
     _ASSIGNED,
     _KIND,
@@ -55,6 +61,7 @@ from skillsight.evaluators.security._secrets import (
     SecretMatch,
     _looks_keylike,
     _looks_random,
+    may_hold_secrets,
     redact,
 )
 
@@ -273,6 +280,21 @@ def test_security_scanners_match_their_definitions_on_the_corpus() -> None:
 @given(TEXT)
 def test_security_scanners_match_their_definitions_on_generated_text(text: str) -> None:
     assert _security_views(text) == _security_references(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXT, max_size=5))
+def test_a_call_group_fails_the_joint_gates_only_when_no_call_has_a_finding(
+    texts: list[str],
+) -> None:
+    joined = "\n".join(texts)
+    lowered = joined.lower()
+    if any(reference_secrets(t) for t in texts):
+        assert may_hold_secrets(joined, lowered)
+    if any(reference_untrusted(t) for t in texts):
+        assert may_be_untrusted(joined, lowered)
+    if any(reference_sensitive(t) for t in texts):
+        assert may_be_sensitive(joined)
 
 
 # --- integration_heuristic and skill_selection -----------------------------------------------

@@ -249,6 +249,12 @@ def _injection_markers(text: str) -> list[ContentFinding]:
     ]
 
 
+def may_be_untrusted(text: str, lowered: str) -> bool:
+    """False when :func:`scan_untrusted` finds nothing in ``text`` (``lowered`` its lower case)
+    for certain: no injection anchor, no character outside ASCII, no URL."""
+    return "://" in text or not text.isascii() or contains_any(lowered, _INJECTION_ANCHORS)
+
+
 def scan_untrusted(text: str, lowered: str | None = None) -> list[ContentFinding]:
     """Injection markers, invisible characters and suspicious URLs in one text; ``lowered`` is
     ``text.lower()`` when the caller has it."""

@@ -29,12 +29,13 @@ from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators.security._commands import destructive
 from skillsight.evaluators.security._content import (
     ContentFinding,
+    may_be_untrusted,
     scan_skill_content,
     scan_untrusted,
     scan_urls,
 )
-from skillsight.evaluators.security._roots import Roots, sensitive_reference
-from skillsight.evaluators.security._secrets import SecretMatch, find_secrets
+from skillsight.evaluators.security._roots import Roots, may_be_sensitive, sensitive_reference
+from skillsight.evaluators.security._secrets import SecretMatch, find_secrets, may_hold_secrets
 
 WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.2, "info": 0.0}
 
@@ -74,9 +75,17 @@ class SecurityEvaluator(Evaluator):
             skill_texts.append(context.manifest.body)
         for text in skill_texts:
             findings += _content(scan_skill_content(text), "skill content", *trigger)
-        for call in activation.tool_calls:
+        # One look at all results (and all arguments) together decides whether any needs the
+        # per-call scans: a newline joins them, and no literal the scanners look for holds one.
+        results = "\n".join(c.result for c in activation.tool_calls if c.result)
+        lowered_results = results.lower()
+        scan_results = may_hold_secrets(results, lowered_results) or may_be_untrusted(
+            results, lowered_results
+        )
+        views = [call_view(c) for c in activation.tool_calls]
+        sensitive = may_be_sensitive("\n".join(v.text for v in views))
+        for call, (_, command, args) in zip(activation.tool_calls, views, strict=True):
             cite = (call.step_id, call.tool_call_id)
-            _, command, args = call_view(call)
             if command is not None:
                 for hit in destructive(command, roots):
                     findings.append(
@@ -89,7 +98,7 @@ class SecurityEvaluator(Evaluator):
                             detail={"surface": "tool arguments", "command": command[:500]},
                         )
                     )
-            where = sensitive_reference(args)
+            where = sensitive_reference(args) if sensitive else None
             if where:
                 findings.append(
                     Finding(
@@ -119,7 +128,7 @@ class SecurityEvaluator(Evaluator):
             if "://" in args:
                 findings += _content(scan_urls(args), "tool arguments", *cite)
             result = call.result
-            if result:
+            if result and scan_results:
                 # Both scanners want the lower-cased text; it is made once.
                 lowered = result.lower()
                 if secrets := find_secrets(result, lowered):

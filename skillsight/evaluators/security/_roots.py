@@ -32,6 +32,11 @@ _SENSITIVE_ANCHORS = (
 )
 
 
+def may_be_sensitive(text: str) -> bool:
+    """False when :func:`sensitive_reference` finds nothing in ``text``, for certain."""
+    return contains_any(text, _SENSITIVE_ANCHORS)
+
+
 def sensitive_reference(text: str) -> str | None:
     """The sensitive location ``text`` mentions, or None."""
     if not contains_any(text, _SENSITIVE_ANCHORS):

@@ -88,6 +88,12 @@ def redact(secret: str) -> str:
     return f"{secret[:6]}…({len(secret)} chars)"
 
 
+def may_hold_secrets(text: str, lowered: str) -> bool:
+    """False when :func:`find_secrets` finds nothing in ``text`` (``lowered`` its lower case)
+    for certain: it holds no shape's prefix and no secret-sounding name."""
+    return contains_any(text, _ANCHORS) or contains_any(lowered, _NAMES)
+
+
 def find_secrets(text: str, lowered: str | None = None) -> list[SecretMatch]:
     """Secrets in ``text``, in order; ``lowered`` is ``text.lower()`` when the caller has it."""
     if not text:
