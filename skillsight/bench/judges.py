@@ -8,16 +8,23 @@ numbers are the judge's own cost, not a provider's), it measures:
 - **overhead per judged activation**: the judge's mean latency minus the mean latency of the
   very same HTTP requests replayed with a bare HTTP client at the same concurrency, i.e. what
   prompt building, litellm, parsing, crediting and accounting add per judgement;
-- **skillsight's share** of it: rendering the prompt and crediting the verdict alone, offline.
+- **skillsight's share** of it: rendering the prompt and crediting the verdict alone, offline;
+- **scheduler overhead per judged activation**: the same activations, one session each, through
+  the online :class:`~skillsight.evaluators.scheduler.EvaluationScheduler` (context assembly,
+  sampling, the store write of every evaluation row) at the same concurrency, against judging
+  them directly: (scheduler wall - direct wall) * concurrency / activations.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import statistics
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,8 +32,12 @@ from rich.console import Console
 from rich.table import Table
 
 from skillsight.collector.activations import Activation, SkillContract, ToolCall
+from skillsight.collector.finalizer import ActivationsReady
+from skillsight.collector.store import EmbeddedStore
 from skillsight.demo.scripted_openai import Answer, Json, Reply, ScriptedOpenAI, Usage
 from skillsight.errors import EvaluatorError
+from skillsight.evaluators import Registry
+from skillsight.evaluators._sched_context import ContextAssembler
 from skillsight.evaluators.judges import (
     JudgeClient,
     JudgeContext,
@@ -37,6 +48,7 @@ from skillsight.evaluators.judges import (
     release_connections,
     render_inputs,
 )
+from skillsight.evaluators.scheduler import EvaluationScheduler
 
 _CHECK = re.compile(r"^- `([^`]+)`:", re.M)
 _STEP = re.compile(
@@ -131,6 +143,7 @@ def run_judges_bench(
         wall, cpu_s = time.perf_counter() - started, time.process_time() - cpu
         bodies = [r.body for r in server.model_requests[warm:]]
         raw_latencies, raw_wall = _replay(url, bodies, concurrency)
+        scheduled_wall = _through_scheduler(judge, batch, concurrency)
         release_connections()
     failed = [e for e in judged if e.score is None]
     if failed:
@@ -149,6 +162,11 @@ def run_judges_bench(
         "overhead_ms_per_judgement": statistics.fmean(latencies) - statistics.fmean(raw_latencies),
         "process_cpu_ms_per_judgement": cpu_s * 1000 / activations,
         "render_and_credit_us_per_activation": offline,
+        "scheduled_per_s": activations / scheduled_wall,
+        "scheduler_overhead_ms_per_judged_activation": (scheduled_wall - wall)
+        * concurrency
+        * 1000
+        / activations,
         "prompt_chars_mean": statistics.fmean(
             len(b["messages"][0]["content"]) + len(b["messages"][1]["content"]) for b in bodies
         ),
@@ -170,6 +188,12 @@ def run_judges_bench(
             "{:.2f}",
         ),
         ("prompt render + credit, offline (µs)", "render_and_credit_us_per_activation", "{:.0f}"),
+        ("through the online scheduler, per second", "scheduled_per_s", "{:.1f}"),
+        (
+            "scheduler overhead per judged activation (ms)",
+            "scheduler_overhead_ms_per_judged_activation",
+            "{:.2f}",
+        ),
         ("prompt size, mean (chars)", "prompt_chars_mean", "{:.0f}"),
     ):
         table.add_row(label, fmt.format(report[key]))
@@ -206,3 +230,35 @@ def _offline_us(rubric: Any, batch: list[Activation]) -> float:
         }
         credit(verdict, rubric.checks, rendered.shown_steps, activation)
     return (time.perf_counter() - started) * 1e6 / len(batch)
+
+
+def _through_scheduler(judge: JudgeEvaluator, batch: list[Activation], concurrency: int) -> float:
+    """Seconds for the online scheduler to judge ``batch`` (one session each) and store every
+    evaluation row in a fresh embedded store."""
+    with tempfile.TemporaryDirectory(prefix="skillsight-bench-judges-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "store")
+        try:
+            store.migrate()
+            scheduler = EvaluationScheduler(
+                store,
+                registry=Registry([judge]),
+                concurrency=concurrency,
+                queue_max=len(batch) + 1,
+                assembler=ContextAssembler(store, seed=False),
+            )
+
+            async def run() -> float:
+                async with scheduler:
+                    started = time.perf_counter()
+                    for n, activation in enumerate(batch):
+                        ready = ActivationsReady("default", activation.session_id, (activation,), n)
+                        await scheduler.submit(ready)
+                    while scheduler.stats.sessions_scored < len(batch):
+                        if scheduler.stats.store_failures:
+                            raise EvaluatorError(f"the store failed: {scheduler.stats.last_error}")
+                        await asyncio.sleep(0.002)
+                    return time.perf_counter() - started
+
+            return asyncio.run(run())
+        finally:
+            store.close()

@@ -8,8 +8,9 @@ caller (:func:`skillsight.evaluators.run_evaluators`, the scheduler).
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from skillsight.collector.activations import Activation
@@ -57,6 +58,35 @@ class Evaluator(ABC):
                 skill_name=activation.skill_name,
                 skill_version=activation.skill_version,
             )
+
+    def evaluate_many(
+        self,
+        activations: Sequence[Activation],
+        context: EvaluationContext | Callable[[Activation], EvaluationContext] = EMPTY_CONTEXT,
+        *,
+        contexts: Sequence[EvaluationContext] | None = None,
+    ) -> list[Evaluation]:
+        """A batch, in input order, each evaluation with its latency; ``contexts`` gives each
+        activation its own, by position. One at a time here; judges call their model several
+        at a time."""
+        if contexts is None:
+            contexts = [context(a) if callable(context) else context for a in activations]
+        elif len(contexts) != len(activations):
+            raise ValueError("contexts must match activations one to one")
+        if contexts:
+            # Batch warm-up needs only what contexts share (the embedder): the first one serves.
+            self.prepare(activations, contexts[0])
+        out: list[Evaluation] = []
+        for activation, ctx in zip(activations, contexts, strict=True):
+            started = time.perf_counter_ns()
+            evaluation = self.evaluate(activation, ctx)
+            # evaluate() returns a new object no one else holds yet; stamping it in place saves
+            # a dataclasses.replace (a copy of every field) per evaluation on the hot path.
+            object.__setattr__(
+                evaluation, "latency_ms", round((time.perf_counter_ns() - started) / 1e6, 4)
+            )
+            out.append(evaluation)
+        return out
 
     @abstractmethod
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from skillsight.collector.activations import Activation
@@ -94,18 +93,7 @@ def run_evaluators(
     """
     chosen = (registry or deterministic_registry()).select(names)
     contexts = [context(a) if callable(context) else context for a in activations]
-    if contexts:
-        # Batch warm-up needs only what contexts share (the embedder), so the first one serves.
-        for evaluator in chosen:
-            evaluator.prepare(activations, contexts[0])
-    out: list[Evaluation] = []
-    for activation, ctx in zip(activations, contexts, strict=True):
-        for evaluator in chosen:
-            started = time.perf_counter_ns()
-            evaluation = evaluator.evaluate(activation, ctx)
-            elapsed_ms = round((time.perf_counter_ns() - started) / 1e6, 4)
-            # evaluate() returns a new object no one else holds yet; stamping it in place saves
-            # a dataclasses.replace (a copy of every field) per evaluation on the hot path.
-            object.__setattr__(evaluation, "latency_ms", elapsed_ms)
-            out.append(evaluation)
-    return out
+    # Each evaluator takes the whole batch (judges call their model several at a time); the
+    # rows come back grouped by activation, in the registry's order.
+    by_evaluator = [e.evaluate_many(activations, contexts=contexts) for e in chosen]
+    return [row[i] for i in range(len(activations)) for row in by_evaluator]
