@@ -82,9 +82,11 @@ def _parse(args: Any, name: str) -> CallView:
 # Every evaluator reads the same calls' commands and argument texts; they are derived once per
 # call and kept here, keyed by the call's identity and checked against the call and its
 # arguments object (a reassigned ``arguments`` is derived anew). Entries hold their call, so an
-# id cannot be reused while its entry lives; the table is emptied when full.
+# id cannot be reused while its entry lives; the table is emptied when full. Evaluators run
+# activation by activation, so the table need only span one activation's calls: kept small, it
+# holds few finished calls (and their results) alive.
 _VIEWS: dict[int, tuple[ToolCall, Any, CallView]] = {}
-_VIEWS_MAX = 8192
+_VIEWS_MAX = 512
 
 
 def call_view(call: ToolCall) -> CallView:
