@@ -26,11 +26,11 @@ from skillsight.errors import DecodeError, Overloaded, PayloadTooLarge
 
 log = logging.getLogger(__name__)
 
-# Uncompressed protobuf bodies up to this size are ingested on the event loop: for them the hop
-# to a worker thread and back (the pool's queue, the loop's wake-up) costs about as much CPU as
-# the work, which for traces on the fast path is a screen of ~1 ms. JSON (slower to decode) and
-# compressed bodies (whose inflated size is bounded only by SKILLSIGHT_MAX_DECOMPRESSED_BYTES)
-# take the thread.
+# Uncompressed protobuf trace requests up to this size are ingested on the event loop when the
+# fast path takes them: for them the hop to a worker thread and back (the pool's queue, the
+# loop's wake-up) costs about as much CPU as the work, a screen of ~1 ms. Everything the Python
+# decoder handles, and compressed bodies (whose inflated size is bounded only by
+# SKILLSIGHT_MAX_DECOMPRESSED_BYTES), take the thread.
 INLINE_MAX_BYTES = 512 * 1024
 
 
@@ -78,7 +78,9 @@ def otlp_http_routes(collector: Collector) -> list[Route]:
                 content_encoding=content_encoding,
             )
             if (
-                encoding == otlp.PROTOBUF
+                collector.fast is not None
+                and signal == otlp.TRACES
+                and encoding == otlp.PROTOBUF
                 and len(body) <= INLINE_MAX_BYTES
                 and content_encoding in (None, "", "identity")
             ):
