@@ -26,10 +26,11 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from skillsight.demo._loopback import LoopbackServer
 
 __all__ = [
     "MAIN_AGENT",
@@ -194,12 +195,14 @@ class _Reply:
     message_id: str = field(default_factory=lambda: "msg_01" + uuid.uuid4().hex[:22])
 
 
-class ScriptedAnthropic:
+class ScriptedAnthropic(LoopbackServer):
     """An Anthropic Messages API server answering from a script.
 
     Use as a context manager; it yields the base URL (``http://127.0.0.1:<port>``) to put in
     ``ANTHROPIC_BASE_URL``. Every request lands in :attr:`requests`.
     """
+
+    thread_name = "scripted-anthropic"
 
     def __init__(
         self,
@@ -219,50 +222,10 @@ class ScriptedAnthropic:
         self._exhausted_text = exhausted_text
         self._classify = classify
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
-    # --- lifecycle -----------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>`` of the running server."""
-        if self._server is None:
-            raise RuntimeError("server is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> str:
-        """Bind 127.0.0.1 on an ephemeral port, serve in a daemon thread, return the URL."""
-        handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="scripted-anthropic", daemon=True
-        )
-        self._thread.start()
-        return self.base_url
-
-    def stop(self) -> None:
-        """Stop serving and release the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     # --- views for assertions --------------------------------------------------------------
 

@@ -29,10 +29,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from skillsight.demo._loopback import LoopbackServer
 
 __all__ = [
     "Answer",
@@ -214,13 +215,15 @@ class _Resolved:
         return [i for i in self.items if i.kind == "tool_call"]
 
 
-class ScriptedOpenAI:
+class ScriptedOpenAI(LoopbackServer):
     """An OpenAI-compatible server answering from a script.
 
     Use as a context manager; it yields the base URL including ``/v1``
     (``http://127.0.0.1:<port>/v1``), the form ``OpenAI(base_url=…)`` and litellm's
     ``api_base`` expect. Paths without the ``/v1`` prefix are served too.
     """
+
+    thread_name = "scripted-openai"
 
     def __init__(
         self,
@@ -235,54 +238,17 @@ class ScriptedOpenAI:
         self._model = model
         self._counter = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    @property
-    def root_url(self) -> str:
-        """``http://127.0.0.1:<port>`` of the running server."""
-        if self._server is None:
-            raise RuntimeError("server is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_handler(self)
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``: what an OpenAI client takes as ``base_url``."""
         return self.root_url + "/v1"
-
-    def start(self) -> str:
-        """Bind 127.0.0.1 on an ephemeral port, serve in a daemon thread, return the base URL."""
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="scripted-openai", daemon=True
-        )
-        self._thread.start()
-        return self.base_url
-
-    def stop(self) -> None:
-        """Stop serving and release the port."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> str:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # --- views for assertions --------------------------------------------------------------
 
