@@ -11,6 +11,7 @@ fragments the scanners look for.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import shlex
@@ -27,7 +28,15 @@ from hypothesis import strategies as st
 from skillsight.bench.eval import synthetic_activations
 from skillsight.collector.activations import Activation, Tokens, ToolCall
 from skillsight.evaluators import Baseline, RollingBaseline
-from skillsight.evaluators._calls import argument_text, arguments, command_of, paths_of
+from skillsight.evaluators._calls import (
+    _VIEWS,
+    CallView,
+    argument_text,
+    arguments,
+    call_view,
+    command_of,
+    paths_of,
+)
 from skillsight.evaluators._integration import (
     _FILE,
     _INLINE,
@@ -458,6 +467,16 @@ def test_call_views_match_a_fresh_derivation_also_after_arguments_change(
     assert _call_views(call) == reference_call_views(call)  # second read: from the memo
     call.arguments = {"command": "rm -rf /tmp/other", "file_path": "/etc/hosts"}
     assert _call_views(call) == reference_call_views(call)
+
+
+def test_a_call_view_lives_only_as_long_as_its_call() -> None:
+    call = ToolCall(tool_call_id="t1", name="Bash", arguments={"command": "ls"}, step_id=3)
+    assert call_view(call) == CallView({"command": "ls"}, "ls", "ls")
+    key = id(call)
+    assert key in _VIEWS
+    del call
+    gc.collect()
+    assert key not in _VIEWS
 
 
 # --- rolling baseline ------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import weakref
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -79,26 +81,33 @@ def _parse(args: Any, name: str) -> CallView:
     return CallView(parsed, command, text)
 
 
-# Every evaluator reads the same calls' commands and argument texts; they are derived once per
-# call and kept here, keyed by the call's identity and checked against the call and its
-# arguments object (a reassigned ``arguments`` is derived anew). Entries hold their call, so an
-# id cannot be reused while its entry lives; the table is emptied when full. Evaluators run
-# activation by activation, so the table need only span one activation's calls: kept small, it
-# holds few finished calls (and their results) alive.
-_VIEWS: dict[int, tuple[ToolCall, Any, CallView]] = {}
-_VIEWS_MAX = 512
+# Every evaluator reads the same calls' commands and argument texts, and the scheduler runs
+# them evaluator by evaluator over a batch: the views are derived once per call and kept here
+# while the call lives (a weak reference's callback drops the entry when the call is collected,
+# before its id can be reused), checked against the call and its arguments object (a
+# reassigned ``arguments`` is derived anew). The size bound is only a safety net.
+_VIEWS: dict[int, tuple[weakref.ref[ToolCall], Any, CallView]] = {}
+_VIEWS_MAX = 65_536
+
+
+def _forget(key: int) -> Callable[[weakref.ref[ToolCall]], None]:
+    def forget(_: weakref.ref[ToolCall]) -> None:
+        _VIEWS.pop(key, None)
+
+    return forget
 
 
 def call_view(call: ToolCall) -> CallView:
     """The call's arguments, command and argument text, derived once per call."""
-    entry = _VIEWS.get(id(call))
+    key = id(call)
+    entry = _VIEWS.get(key)
     args = call.arguments
-    if entry is not None and entry[0] is call and entry[1] is args:
+    if entry is not None and entry[0]() is call and entry[1] is args:
         return entry[2]
     view = _parse(args, call.name)
     if len(_VIEWS) >= _VIEWS_MAX:
         _VIEWS.clear()
-    _VIEWS[id(call)] = (call, args, view)
+    _VIEWS[key] = (weakref.ref(call, _forget(key)), args, view)
     return view
 
 
