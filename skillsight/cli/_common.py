@@ -7,7 +7,7 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 try:
     import typer
@@ -19,6 +19,9 @@ except ImportError:  # the base install is instrumentation only
 from skillsight.cli._activations_view import ApiSource, Source, StoreSource
 from skillsight.config import Settings
 from skillsight.errors import SkillsightError
+
+if TYPE_CHECKING:
+    from skillsight.collector.store import Store
 
 app = typer.Typer(
     help="skillsight: OpenTelemetry ingest and evaluation of agent skills.",
@@ -113,13 +116,9 @@ def explain_store_error(exc: SkillsightError, settings: Settings | None) -> str:
 
 
 @contextlib.contextmanager
-def read_source(
-    api: str | None, key: str | None, data: Path | None, clickhouse: str | None, project: str
-) -> Iterator[Source]:
-    """A running service (--api) or the store itself, for the read commands."""
-    if api:
-        yield ApiSource(api, key)
-        return
+def opened_store(data: Path | None, clickhouse: str | None, *, code: int = 1) -> Iterator[Store]:
+    """The store ``--data`` / ``--clickhouse`` name, closed afterwards. Failing to open it
+    is one clear line and exit ``code``."""
     from skillsight.collector.store import open_store
 
     settings = None
@@ -127,11 +126,23 @@ def read_source(
         settings = load_settings(data=data, clickhouse=clickhouse)
         store = open_store(settings)
     except SkillsightError as exc:
-        raise fail(explain_store_error(exc, settings)) from exc
+        raise fail(explain_store_error(exc, settings), code) from exc
     try:
-        yield StoreSource(store, project)
+        yield store
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def read_source(
+    api: str | None, key: str | None, data: Path | None, clickhouse: str | None, project: str
+) -> Iterator[Source]:
+    """A running service (--api) or the store itself, for the read commands."""
+    if api:
+        yield ApiSource(api, key)
+        return
+    with opened_store(data, clickhouse) as store:
+        yield StoreSource(store, project)
 
 
 @contextlib.contextmanager
@@ -144,15 +155,5 @@ def evaluation_source(
     if api:
         yield ApiEvaluations(api, key)
         return
-    from skillsight.collector.store import open_store
-
-    settings = None
-    try:
-        settings = load_settings(data=data, clickhouse=clickhouse)
-        store = open_store(settings)
-    except SkillsightError as exc:
-        raise fail(explain_store_error(exc, settings), 2) from exc
-    try:
+    with opened_store(data, clickhouse, code=2) as store:
         yield StoreEvaluations(store, project)
-    finally:
-        store.close()

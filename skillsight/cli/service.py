@@ -25,6 +25,7 @@ from skillsight.cli._common import (
     explain_store_error,
     fail,
     load_settings,
+    opened_store,
 )
 from skillsight.config import DEFAULT_PROJECT
 from skillsight.errors import SkillsightError
@@ -241,23 +242,14 @@ def spans(
         rows: list[dict[str, Any]] = response.json()
     else:
         from skillsight.api.models import span_out
-        from skillsight.collector.store import open_store
 
-        settings = None
-        try:
-            settings = load_settings(data=data, clickhouse=clickhouse)
-            store = open_store(settings)
-        except SkillsightError as exc:
-            raise fail(explain_store_error(exc, settings)) from exc
-        try:
+        with opened_store(data, clickhouse) as store:
             rows = [
                 span_out(r).model_dump()
                 for r in store.list_spans(
                     project, trace_id=(trace or "").lower(), session_id=session or "", limit=limit
                 )
             ]
-        finally:
-            store.close()
     if as_json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return
@@ -305,29 +297,21 @@ def rebuild(
     Example: skillsight rebuild --data ./skillsight-data
     """
     from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
-    from skillsight.collector.store import open_store
 
-    settings = None
-    try:
-        settings = load_settings(data=data, clickhouse=clickhouse)
-        store = open_store(settings)
-    except SkillsightError as exc:
-        raise fail(explain_store_error(exc, settings)) from exc
-    try:
-        keys = [
-            (p, k, through)
-            for p, k, through in store.touched_sessions(0)
-            if p == project and (session is None or k == session)
-        ]
-        if session is not None and not keys:
-            raise fail(f"no spans or events of session {session!r} in project {project!r}")
-        outcomes, _ = rebuild_sessions(
-            store, keys, rebuild=default_rebuild(), catalogue=store_catalogue(store)
-        )
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    finally:
-        store.close()
+    with opened_store(data, clickhouse) as store:
+        try:
+            keys = [
+                (p, k, through)
+                for p, k, through in store.touched_sessions(0)
+                if p == project and (session is None or k == session)
+            ]
+            if session is not None and not keys:
+                raise fail(f"no spans or events of session {session!r} in project {project!r}")
+            outcomes, _ = rebuild_sessions(
+                store, keys, rebuild=default_rebuild(), catalogue=store_catalogue(store)
+            )
+        except SkillsightError as exc:
+            raise fail(str(exc)) from exc
     rebuilt = [o.rebuilt for o in outcomes if o.rebuilt is not None]
     failed = [o for o in outcomes if o.error]
     for outcome in failed:

@@ -18,9 +18,8 @@ from skillsight.cli._common import (
     WindowOpt,
     console,
     evaluation_source,
-    explain_store_error,
     fail,
-    load_settings,
+    opened_store,
     skills_app,
 )
 from skillsight.config import DEFAULT_PROJECT
@@ -57,20 +56,11 @@ def skills_scan(
         raise fail(str(exc), 2) from exc
     stored = 0
     if store_them and report.valid_skills:
-        from skillsight.collector.store import open_store
-
-        settings = None
-        try:
-            settings = load_settings(data=data, clickhouse=clickhouse)
-            store = open_store(settings)
-        except SkillsightError as exc:
-            raise fail(explain_store_error(exc, settings), 2) from exc
-        try:
-            stored = store.insert_skills(project, report.valid_skills)
-        except SkillsightError as exc:
-            raise fail(str(exc), 2) from exc
-        finally:
-            store.close()
+        with opened_store(data, clickhouse, code=2) as store:
+            try:
+                stored = store.insert_skills(project, report.valid_skills)
+            except SkillsightError as exc:
+                raise fail(str(exc), 2) from exc
     if as_json:
         print(json.dumps({**report.to_json(), "stored": stored}, indent=2, ensure_ascii=False))
     else:
@@ -121,18 +111,8 @@ def skills_list(
             raise fail(f"{api} answered {response.status_code}: {response.text[:300]}")
         rows = response.json()
     else:
-        from skillsight.collector.store import open_store
-
-        settings = None
-        try:
-            settings = load_settings(data=data, clickhouse=clickhouse)
-            store = open_store(settings)
-        except SkillsightError as exc:
-            raise fail(explain_store_error(exc, settings)) from exc
-        try:
+        with opened_store(data, clickhouse) as store:
             rows = store.list_skills(project, name)
-        finally:
-            store.close()
     if as_json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return
