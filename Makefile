@@ -26,10 +26,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
-## make bench: the ingest benchmark (committed spans/s per core, spans lost, peak RSS) and the
-## instrumentation overhead (latency per session and tool call, memory, ratios to uninstrumented)
-## and the rebuild (1,000-step session rebuild time, activations rebuilt per CPU-second)
-## and the LLM judges (throughput against the scripted server, overhead per judged activation)
+## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
+## ingest, instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
+## LLM judges (with the scheduler's overhead)
 bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
 	$(VENV)/bin/skillsight bench overhead
