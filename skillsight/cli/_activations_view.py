@@ -14,8 +14,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skillsight.cli._api import NotFound, ServiceClient, SourceError
 from skillsight.collector.activations import Activation
-from skillsight.errors import SkillsightError
 
 __all__ = [
     "ApiSource",
@@ -27,14 +27,6 @@ __all__ = [
     "print_activations",
     "print_evaluations",
 ]
-
-
-class SourceError(SkillsightError):
-    """The service could not be reached or refused the request."""
-
-
-class NotFound(SkillsightError):
-    """No such activation or trajectory in the project."""
 
 
 class Source(Protocol):
@@ -53,21 +45,7 @@ class ApiSource:
     """A running ``skillsight serve`` (its REST API)."""
 
     def __init__(self, api: str, key: str | None) -> None:
-        self.api = api.rstrip("/")
-        self.headers = {"x-skillsight-key": key} if key else {}
-
-    def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        import httpx
-
-        try:
-            response = httpx.get(self.api + path, params=params, headers=self.headers, timeout=30)
-        except httpx.HTTPError as exc:
-            raise SourceError(f"cannot reach {self.api}: {exc}") from exc
-        if response.status_code == 404:
-            raise NotFound(response.json().get("detail", "not found"))
-        if response.status_code != 200:
-            raise SourceError(f"{self.api} answered {response.status_code}: {response.text[:300]}")
-        return response.json()
+        self._get = ServiceClient(api, key).get
 
     def activations(
         self, *, skill: str, session_id: str, since: datetime | None, limit: int

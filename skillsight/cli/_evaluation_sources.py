@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 from skillsight.api.evaluation_models import ScorecardOut, ScoredActivationOut
 from skillsight.api.scorecard import scorecard, scored_activation, window_start
+from skillsight.cli._api import ServiceClient
 from skillsight.collector.store import Store
-from skillsight.errors import SkillsightError
 
 
 class EvaluationSource(Protocol):
@@ -69,22 +69,10 @@ class StoreEvaluations:
 
 class ApiEvaluations:
     def __init__(self, api: str, key: str | None) -> None:
-        self.api = api.rstrip("/")
-        self.headers = {"x-skillsight-key": key} if key else {}
+        self._client = ServiceClient(api, key)
 
     def _get(self, path: str, params: dict[str, Any]) -> Any:
-        import httpx
-
-        clean = {k: v for k, v in params.items() if v not in (None, "")}
-        try:
-            response = httpx.get(self.api + path, params=clean, headers=self.headers, timeout=60)
-        except httpx.HTTPError as exc:
-            raise SkillsightError(f"cannot reach {self.api}: {exc}") from exc
-        if response.status_code != 200:
-            raise SkillsightError(
-                f"{self.api} answered {response.status_code}: {response.text[:300]}"
-            )
-        return response.json()
+        return self._client.get(path, {k: v for k, v in params.items() if v != ""})
 
     def scorecard(
         self, skill: str, *, window: str, since: datetime | None, version: str

@@ -13,6 +13,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
+from skillsight.cli._api import ServiceClient
 from skillsight.cli._common import (
     ApiOpt,
     ClickhouseOpt,
@@ -228,18 +229,10 @@ def spans(
         "limit": limit,
     }
     if api:
-        import httpx
-
-        headers = {"x-skillsight-key": key} if key else {}
         try:
-            response = httpx.get(
-                f"{api.rstrip('/')}/api/v1/spans", params=params, headers=headers, timeout=30
-            )
-        except httpx.HTTPError as exc:
-            raise fail(f"cannot reach {api}: {exc}") from exc
-        if response.status_code != 200:
-            raise fail(f"{api} answered {response.status_code}: {response.text[:300]}")
-        rows: list[dict[str, Any]] = response.json()
+            rows: list[dict[str, Any]] = ServiceClient(api, key).get("/api/v1/spans", params)
+        except SkillsightError as exc:
+            raise fail(str(exc)) from exc
     else:
         from skillsight.api.models import span_out
 

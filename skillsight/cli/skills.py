@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from skillsight.cli._api import ServiceClient
 from skillsight.cli._common import (
     ApiOpt,
     ClickhouseOpt,
@@ -95,21 +96,10 @@ def skills_list(
     """
     rows: list[dict[str, Any]]
     if api:
-        import httpx
-
-        headers = {"x-skillsight-key": key} if key else {}
         try:
-            response = httpx.get(
-                f"{api.rstrip('/')}/api/v1/skills",
-                params={"name": name},
-                headers=headers,
-                timeout=30,
-            )
-        except httpx.HTTPError as exc:
-            raise fail(f"cannot reach {api}: {exc}") from exc
-        if response.status_code != 200:
-            raise fail(f"{api} answered {response.status_code}: {response.text[:300]}")
-        rows = response.json()
+            rows = ServiceClient(api, key).get("/api/v1/skills", {"name": name})
+        except SkillsightError as exc:
+            raise fail(str(exc)) from exc
     else:
         with opened_store(data, clickhouse) as store:
             rows = store.list_skills(project, name)
