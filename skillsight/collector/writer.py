@@ -20,7 +20,7 @@ from skillsight.collector.fastpath import FastTraceWriter, distinct_span_ids
 from skillsight.collector.queue import Batch, Item, RawTraces, WriteQueue
 from skillsight.collector.rows import SPAN_SCHEMA
 from skillsight.collector.store import Store
-from skillsight.errors import StoreError
+from skillsight.errors import SkillsightError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -135,10 +135,21 @@ class BatchWriter:
         self.written["traces"] += sum(r.rows for r in requests) - sum(
             requests[i].rows for i in left
         )
-        # The screen let these through, so protobuf parses them; the Python decoder keeps them.
-        return [
-            otlp.decode(
-                otlp.TRACES, requests[i].body, otlp.PROTOBUF, requests[i].project_id, self.limits
-            ).columns.to_arrow(SPAN_SCHEMA)
-            for i in left
-        ]
+        # The screen let these through, so protobuf parses them and the Python decoder keeps
+        # them. Should that ever fail, the request is logged and counted, and the writer thread
+        # (which every other request depends on) lives on.
+        tables = []
+        for i in left:
+            request = requests[i]
+            try:
+                decoded = otlp.decode(
+                    otlp.TRACES, request.body, otlp.PROTOBUF, request.project_id, self.limits
+                )
+                tables.append(decoded.columns.to_arrow(SPAN_SCHEMA))
+            except (SkillsightError, pa.ArrowException, UnicodeError, OverflowError) as exc:
+                self.failures += 1
+                self.last_error = (
+                    f"a screened request of {request.rows} spans did not decode: {exc}"
+                )
+                log.error("%s", self.last_error)
+        return tables
