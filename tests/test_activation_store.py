@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from skillsight.collector import otlp
@@ -70,11 +70,15 @@ def test_rebuild_round_trips_and_reads_filter_by_skill_session_and_time(store: S
     first = _activation("s1", "a", "csv-summary", "2026-11-20T10:00:00.250000Z")
     second = _activation("s1", "b", "pdf-fill", "2026-11-20T10:05:00Z")
     other = _activation("s2", "c", "csv-summary", "2026-11-21T09:00:00Z")
-    store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1", 3), [first, second]))
+    stamp = store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1", 3), [first, second]))
     store.write_rebuild("p1", Rebuilt("s2", _trajectory("s2"), [other]))
 
     stored = store.get_activation("p1", first.activation_id)
-    assert stored == first.model_copy(update={"project_id": "p1"})
+    # the record names the rebuild it comes from, to the microsecond of the stamp
+    rebuilt_at = datetime.fromtimestamp(stamp // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    assert stored == first.model_copy(
+        update={"project_id": "p1", "rebuilt_at": f"{rebuilt_at}.{stamp % 1_000_000:06d}Z"}
+    )
     assert _ids(store.list_activations("p1")) == ["s2-c", "s1-b", "s1-a"]
     assert _ids(store.list_activations("p1", skill="csv-summary")) == ["s2-c", "s1-a"]
     assert _ids(store.list_activations("p1", session_id="s1")) == ["s1-b", "s1-a"]

@@ -274,6 +274,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "outcome": "completed",
         "visible_skills": [],
         "contract": None,
+        "rebuilt_at": "",  # set when the store writes the record
     }
     assert len(during) == 2  # the two LLM calls Claude Code made while the skill was active
 
@@ -596,6 +597,29 @@ def test_prompt_logging_off_leaves_texts_unknown(embedded_store: EmbeddedStore) 
         rebuilt.trajectory.notes is not None
         and "did not log message text" in rebuilt.trajectory.notes
     )
+
+
+def test_a_model_request_whose_events_are_late_said_something_unknown(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """Rebuilt before the last request's log events arrived (the finalizer holds a session
+    back for them, up to its max wait), the answer's text is unknown rather than empty, so no
+    evaluator reads an empty answer as one that ignored the skill."""
+    load(embedded_store, SCENARIOS / "one_skill" / "claude_code")
+    spans, events = stored_rows(embedded_store)
+    last = max(
+        (s for s in spans if s["name"] == "claude_code.llm_request"),
+        key=lambda s: s["start_time_unix_nano"],
+    )
+    request = last["attributes"]["request_id"]
+    arrived = [e for e in events if e["attributes"].get("request_id") != request]
+    assert len(arrived) < len(events)
+    [activation] = rebuild_session(spans, arrived).activations
+    assert activation.integration_message is None
+    assert activation.integration_step_id is not None
+    # a request whose events are in and that said nothing (a tool-only turn) stays ""
+    [complete] = rebuild_session(spans, events).activations
+    assert complete.integration_message
 
 
 # --- skillsight's Claude Agent SDK instrumentor on the real CLI --------------------------------

@@ -36,7 +36,7 @@ from tests.support.serve import RunningServer, running_server
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 TWO_SKILLS = CAPTURES / "scenarios" / "two_skills" / "claude_code"
 QUIET_S = 1.0
-PROJECTS = ("clean", "shuffled", "late", "rootless", "quiet", "empty")
+PROJECTS = ("clean", "shuffled", "late", "late-logs", "rootless", "quiet", "empty")
 KEYS = {project: f"key-{project}" for project in PROJECTS}
 
 
@@ -154,7 +154,9 @@ def _activations(server: RunningServer, project: str) -> list[dict[str, Any]]:
 
 
 def _comparable(activations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in a.items() if k != "project_id"} for a in activations]
+    return [
+        {k: v for k, v in a.items() if k not in ("project_id", "rebuilt_at")} for a in activations
+    ]
 
 
 def _trajectory(server: RunningServer, project: str) -> dict[str, Any]:
@@ -246,8 +248,15 @@ def test_a_late_part_is_rebuilt_in_and_leaves_nothing_stale(
         and _span_name(r) == "claude_code.tool"
         and "unit-price" in json.dumps(r)
     )
-    early = [r for r in requests if _start_ns(r) < cut]
-    late = [r for r in requests if _start_ns(r) >= cut]
+    # a model request made before the cut is logged with it (the finalizer waits for the
+    # events of every request it has a span of)
+    made = {_request_id(r) for r in requests if _start_ns(r) < cut and "resourceSpans" in r}
+    early = [
+        r
+        for r in requests
+        if _start_ns(r) < cut or (_request_id(r) in made - {""} and _is_response(r))
+    ]
+    late = [r for r in requests if r not in early]
     before = _rebuild_state(server)["sessions_rebuilt"]
     _send(server, "late", early)
     _wait_idle(server, before)
@@ -257,6 +266,25 @@ def test_a_late_part_is_rebuilt_in_and_leaves_nothing_stale(
     _wait_idle(server, before)
     assert _comparable(_activations(server, "late")) == _comparable(clean[0])
     assert _trajectory(server, "late") == clean[1]
+
+
+def _request_id(request: dict[str, Any]) -> str:
+    if "resourceSpans" in request:
+        item = request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    else:
+        item = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]
+    for attribute in item["attributes"]:
+        if attribute["key"] == "request_id":
+            return str(attribute["value"]["stringValue"])
+    return ""
+
+
+def _is_response(request: dict[str, Any]) -> bool:
+    """A log record of a model request's response (not of a tool call it asked for)."""
+    if "resourceLogs" not in request:
+        return False
+    body = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["body"]
+    return body.get("stringValue") in ("claude_code.api_request", "claude_code.assistant_response")
 
 
 def _start_ns(request: dict[str, Any]) -> int:
@@ -277,7 +305,7 @@ def test_a_session_waits_for_its_root_span(
     _send(server, "rootless", [r for r in requests if r not in root])
     server.wait_written()
     deadline = time.monotonic() + 30
-    while _rebuild_state(server)["waiting_for_root"] == 0:
+    while _rebuild_state(server)["incomplete_sessions"] == 0:
         assert time.monotonic() < deadline, _rebuild_state(server)
         time.sleep(0.05)
     assert _get(server, "rootless", f"/api/v1/trajectories/{SESSION}").status_code == 404
@@ -287,6 +315,30 @@ def test_a_session_waits_for_its_root_span(
     _wait_idle(server, before)
     assert _comparable(_activations(server, "rootless")) == _comparable(clean[0])
     assert _trajectory(server, "rootless") == clean[1]
+
+
+def test_a_session_waits_for_the_log_events_of_its_model_requests(
+    server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Claude Code exports logs apart from traces: with every span in (the root too) but the
+    final answer's events late, the session is held, not rebuilt with an answer of no text."""
+    requests = _all_requests()
+    spans = [r for r in requests if "resourceSpans" in r]
+    last = max((r for r in spans if _span_name(r) == "claude_code.llm_request"), key=_start_ns)
+    held = [r for r in requests if _is_response(r) and _request_id(r) == _request_id(last)]
+    assert held  # its api_request and assistant_response
+    _send(server, "late-logs", [r for r in requests if r not in held])
+    server.wait_written()
+    deadline = time.monotonic() + 30
+    while _rebuild_state(server)["incomplete_sessions"] == 0:
+        assert time.monotonic() < deadline, _rebuild_state(server)
+        time.sleep(0.05)
+    assert _get(server, "late-logs", f"/api/v1/trajectories/{SESSION}").status_code == 404
+    before = _rebuild_state(server)["sessions_rebuilt"]
+    _send(server, "late-logs", held)
+    _wait_idle(server, before)
+    assert _comparable(_activations(server, "late-logs")) == _comparable(clean[0])
+    assert _trajectory(server, "late-logs") == clean[1]
 
 
 def test_a_session_is_rebuilt_a_quiet_period_after_its_last_row(

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from skillsight.api.evaluation_models import EvaluationOut
+from skillsight.api.evaluations import with_evaluations
 from skillsight.api.scorecard import scorecard
 from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.collector.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
@@ -29,6 +32,9 @@ from skillsight.config import Settings
 from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import ConfigError
 from skillsight.evaluators import Evaluation
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
+from skillsight.evaluators._registry import Registry
 from skillsight.evaluators._sched_context import ContextAssembler
 from skillsight.evaluators._sched_policy import Policy, parse_rates, partition_of, sample_point
 from skillsight.evaluators._sched_poller import RebuiltSessionPoller
@@ -474,3 +480,108 @@ def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Ac
     only_v2 = scorecard(store, PROJECT, recorded.skill_name, window="all", version="v2")
     assert (only_v2.activations, only_v2.evaluators[0].scored) == (1, 0)
     assert scorecard(store, "other-project", recorded.skill_name, window="all").activations == 0
+
+
+# -- a session rebuilt again while its first rebuild is being scored --------------------------
+
+
+class _Held(Evaluator):
+    """Scores 1, but holds the activation of one rebuild until released."""
+
+    name = "held"
+    version = "1"
+    threshold = 1.0
+    summary = "a test evaluator that waits"
+
+    def __init__(self, hold: str) -> None:
+        self.hold = hold
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        if activation.rebuilt_at == self.hold:
+            self.entered.set()
+            self.release.wait(30)
+        return self.result(activation, 1.0, "ok", f"scored the rebuild of {activation.rebuilt_at}")
+
+
+def _rebuilds(recorded: Activation) -> tuple[Activation, Activation]:
+    return (
+        recorded.model_copy(update={"rebuilt_at": "2026-11-22T10:00:00.000001Z"}),
+        recorded.model_copy(update={"rebuilt_at": "2026-11-22T10:00:05.000000Z"}),
+    )
+
+
+def _ready(activation: Activation, stamp: int) -> ActivationsReady:
+    return ActivationsReady(PROJECT, activation.session_id, (activation,), stamp)
+
+
+def test_scores_of_a_superseded_rebuild_never_overwrite_the_newer_ones(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    old, new = _rebuilds(recorded)
+    held = _Held(old.rebuilt_at)
+
+    async def go() -> EvaluationScheduler:
+        scheduler = EvaluationScheduler(embedded_store, registry=Registry([held]), concurrency=2)
+        async with scheduler:
+            await scheduler.submit(_ready(old, 1))
+            assert await asyncio.to_thread(held.entered.wait, 30)
+            # late rows: the session is rebuilt and scored while the old rebuild still is
+            await scheduler.submit(_ready(new, 2))
+            while scheduler.stats.evaluations_written == 0:
+                await asyncio.sleep(0.02)
+            held.release.set()
+        return scheduler
+
+    scheduler = run(go())
+    rows = embedded_store.list_evaluations(PROJECT, recorded.activation_id)
+    assert [(r["evaluator"], r["activation_rebuilt_at"]) for r in rows] == [
+        ("held", new.rebuilt_at)
+    ]
+    assert scheduler.stats.evaluations_written == 1
+    assert scheduler.stats.superseded == 1
+    assert scheduler.health()["superseded"] == 1
+
+
+def test_rebuilds_queued_together_are_scored_once_at_the_newest(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    old, new = _rebuilds(recorded)
+
+    async def go() -> EvaluationScheduler:
+        scheduler = EvaluationScheduler(embedded_store, evaluators=["tool_errors"])
+        await scheduler.submit(_ready(old, 1))  # queued before any worker runs
+        await scheduler.submit(_ready(new, 2))
+        async with scheduler:
+            pass
+        return scheduler
+
+    scheduler = run(go())
+    rows = embedded_store.list_evaluations(PROJECT, recorded.activation_id)
+    assert [r["activation_rebuilt_at"] for r in rows] == [new.rebuilt_at]
+    assert (scheduler.stats.superseded, scheduler.stats.evaluations_written) == (1, 1)
+    assert scheduler._newest == {}  # nothing left behind once both are done
+
+
+def test_the_api_marks_scores_of_an_earlier_rebuild_stale(
+    embedded_store: EmbeddedStore, session: Rebuilt
+) -> None:
+    embedded_store.write_rebuild(PROJECT, session)
+    [first] = embedded_store.list_activations(PROJECT)
+    assert first.rebuilt_at.endswith("Z")
+
+    def scores() -> list[EvaluationOut]:
+        [detail] = with_evaluations(
+            embedded_store, PROJECT, embedded_store.list_activations(PROJECT)
+        )
+        return detail.evaluations
+
+    run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [first]))
+    assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, False)}
+    embedded_store.write_rebuild(PROJECT, session)  # late rows: rebuilt, not yet rescored
+    [second] = embedded_store.list_activations(PROJECT)
+    assert second.rebuilt_at > first.rebuilt_at
+    assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, True)}
+    run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [second]))
+    assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(second.rebuilt_at, False)}

@@ -37,6 +37,16 @@ class EvaluationOut(BaseModel):
     error: str
     latency_ms: float
     evaluated_at: str = Field(description="ISO 8601, UTC")
+    activation_rebuilt_at: str = Field(
+        default="",
+        description="the rebuild of the activation that was scored (its rebuilt_at then; '' "
+        "for rows written before this was recorded, never stale)",
+    )
+    stale: bool = Field(
+        default=False,
+        description="the activation was rebuilt after this score (late rows of its session "
+        "arrived); its rescoring is queued, or failed (see /healthz evaluation)",
+    )
 
 
 class EvaluationEventOut(BaseModel):

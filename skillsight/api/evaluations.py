@@ -63,7 +63,7 @@ def with_evaluations(
         record = activation.model_dump()
         scored = rows[activation.activation_id]
         if scored:  # left unset otherwise, so that the route leaves the keys out
-            record["evaluations"] = evaluations_of(scored)
+            record["evaluations"] = evaluations_of(scored, activation.rebuilt_at)
             record["evaluation_events"] = evaluation_events(scored)
         out.append(ActivationDetailOut.model_validate(record))
     return out

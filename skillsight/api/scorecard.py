@@ -187,13 +187,22 @@ def scored_activation(row: Mapping[str, Any]) -> ScoredActivationOut:
     )
 
 
-def evaluations_of(rows: Sequence[Mapping[str, Any]]) -> list[EvaluationOut]:
-    """Rows of ``Store.list_evaluations`` as the API shows them."""
+def evaluations_of(rows: Sequence[Mapping[str, Any]], rebuilt_at: str = "") -> list[EvaluationOut]:
+    """Rows of ``Store.list_evaluations`` as the API shows them; ``rebuilt_at`` is the current
+    rebuild of their activation (those that scored an older one are stale)."""
     out = []
     for row in rows:
         evaluation = Evaluation.from_row(row).to_dict()
         evaluation.pop("activation_id")
-        out.append(EvaluationOut(**evaluation, evaluated_at=_iso_us(row["evaluated_at_us"])))
+        scored = str(row.get("activation_rebuilt_at") or "")
+        out.append(
+            EvaluationOut(
+                **evaluation,
+                evaluated_at=_iso_us(row["evaluated_at_us"]),
+                activation_rebuilt_at=scored,
+                stale=bool(scored) and scored < rebuilt_at,
+            )
+        )
     return sorted(out, key=lambda e: (_order(e.evaluator), e.version))
 
 

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from skillsight.api.scorecard import evaluations_of
 from skillsight.cli._api import NotFound, ServiceClient, SourceError
 from skillsight.collector.activations import Activation
 
@@ -38,7 +39,7 @@ class Source(Protocol):
 
     def trajectory(self, session_id: str) -> str: ...
 
-    def evaluations(self, activation_id: str) -> list[dict[str, Any]]: ...
+    def evaluations(self, activation: Activation) -> list[dict[str, Any]]: ...
 
 
 class ApiSource:
@@ -61,9 +62,9 @@ class ApiSource:
     def trajectory(self, session_id: str) -> str:
         return json.dumps(self._get(f"/api/v1/trajectories/{session_id}"), ensure_ascii=False)
 
-    def evaluations(self, activation_id: str) -> list[dict[str, Any]]:
+    def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
         """Its current evaluations (an activation not scored yet has none)."""
-        record = self._get(f"/api/v1/activations/{activation_id}")
+        record = self._get(f"/api/v1/activations/{activation.activation_id}")
         return list(record.get("evaluations") or [])
 
 
@@ -94,8 +95,9 @@ class StoreSource:
             raise NotFound(f"no trajectory for session {session_id!r} in project {self.project!r}")
         return document
 
-    def evaluations(self, activation_id: str) -> list[dict[str, Any]]:
-        return list(self.store.list_evaluations(self.project, activation_id))
+    def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
+        rows = self.store.list_evaluations(self.project, activation.activation_id)
+        return [e.model_dump() for e in evaluations_of(rows, activation.rebuilt_at)]
 
 
 # -- printing -------------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ def print_activation(console: Console, a: Activation) -> None:
 
 
 def print_evaluations(console: Console, evaluations: list[dict[str, Any]]) -> None:
-    """One line per evaluator: score, verdict and the reason (API items or store rows)."""
+    """One line per evaluator: score, verdict and the reason (as the API shows them)."""
     if not evaluations:
         console.print("[dim]not scored yet[/]")
         return
@@ -223,6 +225,8 @@ def print_evaluations(console: Console, evaluations: list[dict[str, Any]]) -> No
             if score is None
             else ("[green]pass[/]" if passed else "[red]FAIL[/]")
         )
+        if row.get("stale"):  # scored an earlier rebuild; the rescore is pending
+            verdict += " [yellow]stale[/]"
         table.add_row(
             escape(str(row["evaluator"])),
             "-" if score is None else f"{float(score):.2f}",

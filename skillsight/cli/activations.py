@@ -81,7 +81,7 @@ def activations_show(
     try:
         with read_source(api, key, data, clickhouse, project) as source:
             found = source.activation(activation_id)
-            scores = source.evaluations(activation_id)
+            scores = source.evaluations(found)
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

@@ -1,8 +1,9 @@
 """The trace finalizer: rebuilds a session's trajectory and activations once it is complete.
 
 A *session* is keyed by its session id, else by its trace id. It is complete when no new span
-or event has reached the store for ``rebuild_quiet_s`` and every span's parent has arrived (the
-root span, exported when it ends, is there) — or, for a trace whose root never comes (a crashed
+or event has reached the store for ``rebuild_quiet_s``, every span's parent has arrived (the
+root span, exported when it ends, is there) and the log events of every model request the
+spans record are in (:func:`is_complete`) — or, for a trace whose root never comes (a crashed
 agent, a parent in a service that does not export here), once ``rebuild_max_wait_s`` has passed
 since its first row. Rows that arrive after a rebuild make the session pending again and it is
 rebuilt again; rebuilds are idempotent (deterministic activation ids, stamped rows).
@@ -49,6 +50,7 @@ from skillsight.collector.rebuild_pass import (
     store_catalogue,
 )
 from skillsight.collector.store import Store
+from skillsight.collector.store._rebuilds import stamp_iso
 from skillsight.errors import SkillsightError
 
 __all__ = [
@@ -98,7 +100,9 @@ class FinalizerStats:
     errors: int = 0
     last_error: str = ""
     last_pass_ms: float = 0.0
-    waiting_for_root: int = 0
+    incomplete_sessions: int = 0
+    """Held past their quiet period in the last pass: a parent span or a model request's log
+    events not in yet."""
 
 
 class Finalizer:
@@ -191,7 +195,7 @@ class Finalizer:
         return {
             "idle": self.idle,
             "pending_sessions": len(self._pending),
-            "waiting_for_root": self.stats.waiting_for_root,
+            "incomplete_sessions": self.stats.incomplete_sessions,
             "sessions_rebuilt": self.stats.sessions_rebuilt,
             "activations_rebuilt": self.stats.activations_rebuilt,
             "errors": self.stats.errors,
@@ -318,15 +322,20 @@ class Finalizer:
             elif outcome.rebuilt is not None:
                 self.stats.sessions_rebuilt += 1
                 self.stats.activations_rebuilt += len(outcome.rebuilt.activations)
+                stamp = next(stamp_of)
+                rebuilt_at = stamp_iso(stamp)
                 ready.append(
                     ActivationsReady(
                         project_id,
                         outcome.rebuilt.session_id,
-                        tuple(outcome.rebuilt.activations),
-                        next(stamp_of),
+                        tuple(
+                            a.model_copy(update={"rebuilt_at": rebuilt_at})
+                            for a in outcome.rebuilt.activations
+                        ),
+                        stamp,
                     )
                 )
-        self.stats.waiting_for_root = sum(1 for o in outcomes if o.incomplete)
+        self.stats.incomplete_sessions = sum(1 for o in outcomes if o.incomplete)
         for item in ready:
             await self._publish(item)
 

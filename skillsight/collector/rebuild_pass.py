@@ -62,12 +62,43 @@ def default_rebuild() -> RebuildFn:
     return fn
 
 
-def is_complete(spans: Sequence[Mapping[str, Any]]) -> bool:
-    """Every span's parent has arrived (so each trace's root span has ended and been sent)."""
+# Claude Code's model-request spans and the log events that carry the same request's text, cost
+# and tool results (both name it by ``request_id``).
+_CC_REQUEST_SPAN = "claude_code.llm_request"
+_CC_REQUEST_EVENTS = frozenset(
+    {"claude_code.api_request", "claude_code.api_error", "claude_code.assistant_response"}
+)
+
+
+def is_complete(
+    spans: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] = ()
+) -> bool:
+    """Every span's parent has arrived (so each trace's root span has ended and been sent),
+    and, when the session's log events are exported too, every model request its spans record
+    has its events.
+
+    Claude Code exports traces and logs on separate schedules, so the root span can land
+    before the last batch of events; rebuilt then, the final answer would have no text yet and
+    every evaluator would score a session that is still arriving. A session with no events at
+    all is not held back (its logs are probably not exported)."""
     present = {(s["trace_id"], s["span_id"]) for s in spans}
-    return all(
+    if not all(
         not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
+    ):
+        return False
+    if not events:
+        return True
+    logged = {
+        (e["attributes"] or {}).get("request_id")
+        for e in events
+        if e["event_name"] in _CC_REQUEST_EVENTS
+    }
+    if not logged:  # no Claude Code request events: another source
+        return True
+    requested = (
+        (s["attributes"] or {}).get("request_id") for s in spans if s["name"] == _CC_REQUEST_SPAN
     )
+    return all(not request or request in logged for request in requested)
 
 
 @dataclass
@@ -109,7 +140,7 @@ def rebuild_sessions(
         spans, events = rows[project_id][key]
         if not spans and not events:
             continue
-        if (project_id, key) in require_complete and not is_complete(spans):
+        if (project_id, key) in require_complete and not is_complete(spans, events):
             outcome.incomplete = True
             continue
         try:

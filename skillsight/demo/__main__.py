@@ -127,16 +127,18 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
 
 
 def _show_evaluations(api: str, activation_id: str) -> None:
-    """Wait for the service's evaluation scheduler to score the activation, then show it.
+    """Wait for the service's evaluation scheduler to score the activation's current rebuild,
+    then show the scores.
 
     The first score waits for the embedding model (skill_selection) to load at start-up."""
     deadline = time.monotonic() + 90
     scored: list[dict[str, Any]] = []
-    while time.monotonic() < deadline and not scored:
+    while time.monotonic() < deadline:
         record = httpx.get(f"{api}/api/v1/activations/{activation_id}").json()
         scored = list(record.get("evaluations") or [])
-        if not scored:
-            time.sleep(0.2)
+        if scored and not any(e["stale"] for e in scored):
+            break
+        time.sleep(0.2)
     console.print()
     print_evaluations(console, scored)
 

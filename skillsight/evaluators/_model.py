@@ -147,9 +147,10 @@ class Evaluation:
             "latency_ms": self.latency_ms,
         }
 
-    def to_row(self, evaluated_at_us: int) -> dict[str, Any]:
+    def to_row(self, evaluated_at_us: int, activation_rebuilt_at: str = "") -> dict[str, Any]:
         """A row of the store's ``evaluations`` table (plain values; the store knows no types
-        of this package)."""
+        of this package); ``activation_rebuilt_at`` names the rebuild of the activation that
+        was scored."""
         return {
             "project_id": self.project_id,
             "activation_id": self.activation_id,
@@ -170,6 +171,7 @@ class Evaluation:
             "cost_usd": self.cost_usd,
             "latency_ms": self.latency_ms,
             "evaluated_at_us": evaluated_at_us,
+            "activation_rebuilt_at": activation_rebuilt_at,
         }
 
     @classmethod

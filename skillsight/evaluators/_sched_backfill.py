@@ -71,7 +71,7 @@ def backfill(
         scored = score_activations(chunk, assembler, registry=registry, chosen=chosen)
         stamp = time.time_ns() // 1000
         try:
-            store.write_evaluations(project_id, [e.to_row(stamp) for e in scored.evaluations])
+            store.write_evaluations(project_id, scored.rows(stamp))
         except SkillsightError as exc:
             message = f"writing evaluations failed after {offset} activations: {exc}"
             raise SkillsightError(message) from exc

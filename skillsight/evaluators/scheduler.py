@@ -24,7 +24,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TypeVar
 
@@ -60,6 +60,15 @@ class Scored:
     evaluations: list[Evaluation]
     sampled_out: int
     """(activation, evaluator) pairs the policies left out."""
+    rebuilt_at: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id, the rebuild of it that was scored."""
+
+    def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
+        """The evaluations as rows of the store, each naming the rebuild it scored."""
+        return [
+            e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
+            for e in self.evaluations
+        ]
 
 
 def score_activations(
@@ -88,7 +97,7 @@ def score_activations(
             out += run_evaluators(selected, context, registry=registry, names=[name])
     for activation in activations:
         assembler.observe(activation)
-    return Scored(out, sampled_out)
+    return Scored(out, sampled_out, {a.activation_id: a.rebuilt_at for a in activations})
 
 
 @dataclass
@@ -102,6 +111,9 @@ class SchedulerStats:
     evaluator_errors: int = 0
     store_retries: int = 0
     store_failures: int = 0
+    superseded: int = 0
+    """Activations not scored, or whose scores were not written, because a newer rebuild of
+    them had arrived (it is scored instead)."""
     last_error: str = ""
     last_batch_ms: float = 0.0
     last_latency_ms: float = 0.0
@@ -157,6 +169,10 @@ class EvaluationScheduler:
         self._queue: asyncio.Queue[ActivationsReady] = asyncio.Queue(queue_max)
         self._busy = 0
         self._tasks: list[asyncio.Task[None]] = []
+        # Per (project, session) in the queue or being scored: the newest rebuild seen and how
+        # many rebuilds are on their way. Scores of an older rebuild are never written after
+        # a newer one arrived, so the last word on an activation is its latest rebuild's.
+        self._newest: dict[tuple[str, str], tuple[str, int]] = {}
 
     @classmethod
     def from_settings(cls, store: Store, settings: Settings) -> EvaluationScheduler:
@@ -232,7 +248,28 @@ class EvaluationScheduler:
         """The finalizer's subscriber: queue a rebuilt session (waits while the queue is full)."""
         self.stats.sessions_received += 1
         self.stats.activations_received += len(item.activations)
+        for key, rebuilt_at in self._sessions_of(item).items():
+            newest, pending = self._newest.get(key, ("", 0))
+            self._newest[key] = (max(newest, rebuilt_at), pending + 1)
         await self._queue.put(item)
+
+    @staticmethod
+    def _sessions_of(item: ActivationsReady) -> dict[tuple[str, str], str]:
+        sessions = {(item.project_id, a.session_id): a.rebuilt_at for a in item.activations}
+        sessions.setdefault((item.project_id, item.session_id), "")
+        return sessions
+
+    def _superseded(self, project_id: str, activation: Activation) -> bool:
+        newest, _ = self._newest.get((project_id, activation.session_id), ("", 0))
+        return activation.rebuilt_at < newest
+
+    def _done(self, item: ActivationsReady) -> None:
+        for key in self._sessions_of(item):
+            newest, pending = self._newest.get(key, ("", 1))
+            if pending <= 1:
+                self._newest.pop(key, None)
+            else:
+                self._newest[key] = (newest, pending - 1)
 
     @property
     def idle(self) -> bool:
@@ -256,6 +293,7 @@ class EvaluationScheduler:
             "evaluator_errors": s.evaluator_errors,
             "store_retries": s.store_retries,
             "store_failures": s.store_failures,
+            "superseded": s.superseded,
             "last_error": s.last_error,
             "last_batch_ms": round(s.last_batch_ms, 1),
             "last_latency_ms": round(s.last_latency_ms, 1),
@@ -274,6 +312,9 @@ class EvaluationScheduler:
         started = time.perf_counter()
         own = [a for a in activations if self.mine(a)]
         self.stats.activations_other_workers += len(activations) - len(own)
+        current = [a for a in own if not self._superseded(project_id, a)]
+        self.stats.superseded += len(own) - len(current)
+        own = current
         if not own:
             return []
         scored = await self._retried(
@@ -285,16 +326,26 @@ class EvaluationScheduler:
         self.stats.sampled_out += scored.sampled_out
         self.stats.evaluator_errors += sum(1 for e in scored.evaluations if e.label == ERROR)
         if scored.evaluations:
-            # A fresh stamp per attempt: the newest write of a key is the one that stays.
             written = await self._retried(
-                "writing evaluations",
-                lambda: self.store.write_evaluations(
-                    project_id, [e.to_row(time.time_ns() // 1000) for e in scored.evaluations]
-                ),
+                "writing evaluations", lambda: self._write(project_id, own, scored)
             )
             self.stats.evaluations_written += written
         self.stats.last_batch_ms = (time.perf_counter() - started) * 1000
         return scored.evaluations
+
+    def _write(self, project_id: str, scored_ones: Sequence[Activation], scored: Scored) -> int:
+        # A fresh stamp per attempt (the newest write of a key is the one that stays), taken
+        # before the check: a rebuild published after the check is scored and written later.
+        evaluated_at_us = time.time_ns() // 1000
+        stale = {a.activation_id for a in scored_ones if self._superseded(project_id, a)}
+        if stale:
+            self.stats.superseded += len(stale)
+            scored = replace(
+                scored, evaluations=[e for e in scored.evaluations if e.activation_id not in stale]
+            )
+        if not scored.evaluations:
+            return 0
+        return self.store.write_evaluations(project_id, scored.rows(evaluated_at_us))
 
     async def _retried(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` in a worker thread, again after a store error, waiting longer each time."""
@@ -329,7 +380,8 @@ class EvaluationScheduler:
                     await self._score_group(project_id, group)
             finally:
                 self._busy -= 1
-                for _ in items:
+                for item in items:
+                    self._done(item)
                     self._queue.task_done()
 
     async def _score_group(self, project_id: str, group: list[ActivationsReady]) -> None:

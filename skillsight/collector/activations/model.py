@@ -124,3 +124,8 @@ class Activation(BaseModel):
     outcome: Outcome = "completed"
     visible_skills: list[VisibleSkill] = Field(default_factory=list)
     contract: SkillContract | None = None
+    rebuilt_at: str = Field(
+        default="",
+        description="when this version of the record was rebuilt (ISO 8601, UTC); a session "
+        "rebuilt on late rows replaces it, and each evaluation names the rebuild it scored",
+    )

@@ -41,6 +41,7 @@ EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("cost_usd", pa.float64(), "Float64", "cost_usd"),
     ("latency_ms", pa.float64(), "Float64", "latency_ms"),
     ("evaluated_at", pa.int64(), "Int64", "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"),
+    ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
 )
 # The streamed column carrying evaluated_at is named for its unit.
 _SOURCE = {"evaluated_at": "evaluated_at_us"}

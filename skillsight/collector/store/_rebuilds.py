@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -117,6 +118,13 @@ class Stamps:
             return self._last
 
 
+def stamp_iso(stamp: int) -> str:
+    """A rebuild stamp (µs) as activation records carry it: ISO 8601, UTC, microseconds."""
+    seconds, micros = divmod(stamp, 1_000_000)
+    moment = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{moment}.{micros:06d}Z"
+
+
 def trajectory_json(trajectory: BaseModel) -> str:
     """The ATIF document as stored and served: ``None`` left out, as ``atif.dumps`` writes it."""
     return json.dumps(trajectory.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
@@ -124,7 +132,7 @@ def trajectory_json(trajectory: BaseModel) -> str:
 
 def _activation_values(project_id: str, item: Activation, stamp: int) -> dict[str, Any]:
     # The record is stored under the project it was written for, whatever the algorithm set.
-    record = item.model_copy(update={"project_id": project_id})
+    record = item.model_copy(update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp)})
     return {
         "project_id": project_id,
         "activation_id": record.activation_id,

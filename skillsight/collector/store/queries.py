@@ -241,7 +241,7 @@ ORDER BY name"""
 LIST_EVALUATIONS = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
@@ -329,7 +329,7 @@ LIMIT {{limit:UInt32}}"""
 LIST_EVALUATIONS_OF = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations

@@ -44,6 +44,7 @@ class _LlmCall:
     stop_reason: str = ""
     usage: Usage | None = None
     text: str | None = None
+    logged: bool = False  # an event of this request arrived (its text is known if logged)
     prompt_id: str = ""
     parent_call: str = ""  # the Task/Agent call whose subagent made this request
     calls: list[CallDraft] = field(default_factory=list)
@@ -214,6 +215,7 @@ def _llm_calls(
             call.query_source = event.attr("query_source") or call.query_source
             call.skill = event.skill_name
             call.prompt_id = event.prompt_id
+            call.logged = True
             # the event has the cost and the same token counts as the span
             call.usage = _usage(event.input_tokens, event.output_tokens, event, event.cost_usd)
         elif event.name == "claude_code.assistant_response":
@@ -224,6 +226,7 @@ def _llm_calls(
             call.model = call.model or event.model
             call.query_source = call.query_source or event.attr("query_source")
             call.text = event.attr("response")
+            call.logged = True
     return calls
 
 
@@ -239,7 +242,9 @@ def _usage(input_tokens: int, output_tokens: int, row: Span | Event, cost: float
 
 
 def _agent_step(call: _LlmCall, logged_text: bool) -> StepDraft:
-    text, logged = _text(call.text) if call.text is not None else ("", logged_text)
+    # A request whose events have not arrived (logs export apart from traces) said something
+    # unknown, not nothing.
+    text, logged = _text(call.text) if call.text is not None else ("", logged_text and call.logged)
     step = StepDraft(
         source="agent",
         time_ns=call.start_ns,
