@@ -924,7 +924,7 @@ def test_judge_settings_come_from_the_environment() -> None:
     assert setup.reason == (
         "LLM judges dispatch, internal_trajectory, integration, behavior_check, following, "
         "reflection with openai/gpt-4o-mini at http://127.0.0.1:9/v1 on 25% of activations, "
-        "spend cap $2.5/day"
+        "spend cap $2.5/day ($0 spent today)"
     )
     for bad, message in (
         ({"SKILLSIGHT_JUDGE_SAMPLE_RATE": "1.5"}, "judge_sample_rate must be in"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from skillsight.collector.rebuild import rebuild_session
 from skillsight.collector.store import EmbeddedStore
 from skillsight.config import Settings
 from skillsight.demo.scripted_openai import Json, Reply, ScriptedOpenAI, Usage
-from skillsight.evaluators import DETERMINISTIC
+from skillsight.evaluators import DETERMINISTIC, Evaluation
 from skillsight.evaluators.judges import release_connections
 from skillsight.evaluators.scheduler import EvaluationScheduler
 from tests.test_activations import SCENARIOS, load
@@ -201,3 +202,84 @@ def test_past_the_spend_cap_the_scorecard_shows_not_evaluated_never_passes(
         app, ["skills", "scorecard", "csv-summary", "--window", "all", "--data", str(data)]
     )
     assert "not evaluated" in table.stdout
+
+
+def test_the_spend_cap_counts_what_the_store_says_judges_spent_today(
+    one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restarted service (or a second worker) does not start the day's budget from zero:
+    the judge rows already stored today count against the cap; older rows and deterministic
+    rows do not."""
+    data, activation_id = one_skill
+    now_us = time.time_ns() // 1000
+    day_us = 86_400 * 1_000_000
+
+    def row(evaluator: str, model: str, cost: float, at_us: int) -> dict[str, Any]:
+        return Evaluation(
+            activation_id=f"{activation_id}-{evaluator}-{at_us}",
+            evaluator=evaluator,
+            version="1",
+            score=1.0,
+            passed=True,
+            label="ok",
+            reason="earlier",
+            judge_model=model,
+            cost_usd=cost,
+        ).to_row(at_us)
+
+    store = EmbeddedStore(data)
+    try:
+        store.write_evaluations(
+            "other-project",
+            [
+                row("dispatch", MODEL, 0.75, now_us),
+                row("integration", MODEL, 0.5, now_us),
+                row("dispatch", MODEL, 9.0, now_us - 2 * day_us),  # another day
+                row("tool_errors", "", 9.0, now_us),  # not a judge
+            ],
+        )
+    finally:
+        store.close()
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        for name, value in judge_env(url).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("SKILLSIGHT_JUDGE_DAILY_SPEND_USD", "1.25")
+        capped = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+        assert capped.exit_code == 0, capped.output
+        assert "$1.25 spent today" in capped.output
+        assert server.model_requests == []
+        monkeypatch.setenv("SKILLSIGHT_JUDGE_DAILY_SPEND_USD", "1.5")
+        judged = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+    assert judged.exit_code == 0, judged.output
+    assert len(server.model_requests) == 1
+
+
+def test_the_spend_cap_rereads_the_store_and_keeps_its_figure_when_the_read_fails() -> None:
+    from datetime import date
+
+    from skillsight.errors import StoreError
+    from skillsight.evaluators.judges import SpendCap
+
+    recorded = {date(2026, 1, 1): 0.25}
+    reads: list[date] = []
+    clock = [0.0]
+    day = [date(2026, 1, 1)]
+
+    def spent(when: date) -> float:
+        reads.append(when)
+        if when not in recorded:
+            raise StoreError("the store is down")
+        return recorded[when]
+
+    cap = SpendCap(1.0, recorded=spent, refresh_s=60, clock=lambda: clock[0], today=lambda: day[0])
+    assert cap.spent_usd == 0.25  # read when made
+    cap.record(0.1)  # its own call, also written to the store by now
+    recorded[day[0]] = 0.35 + 0.7  # and another worker's
+    clock[0] = 30.0
+    assert cap.spent_usd == pytest.approx(0.35)  # not read again yet
+    clock[0] = 61.0
+    assert (cap.spent_usd, cap.allows()) == (pytest.approx(1.05), False)
+    day[0] = date(2026, 1, 2)  # a new day: reset, and the failed read leaves it at zero
+    assert (cap.spent_usd, cap.allows()) == (0.0, True)
+    assert reads == [date(2026, 1, 1), date(2026, 1, 1), date(2026, 1, 2)]

@@ -65,8 +65,12 @@ def eval_run(
     settings = None
     try:
         settings = load_settings(data=data, clickhouse=clickhouse)
-        service = service_evaluators(settings)
         store = open_store(settings)
+        try:
+            service = service_evaluators(settings, store)
+        except SkillsightError:
+            store.close()
+            raise
     except SkillsightError as exc:
         raise fail(explain_store_error(exc, settings), 2) from exc
     err.print(service.judges, highlight=False)

@@ -178,7 +178,7 @@ class EvaluationScheduler:
     def from_settings(cls, store: Store, settings: Settings) -> EvaluationScheduler:
         """The scheduler ``skillsight serve`` runs, configured by the ``eval_*`` settings, with
         the LLM judges when ``SKILLSIGHT_JUDGE_MODEL`` names one."""
-        service = service_evaluators(settings)
+        service = service_evaluators(settings, store)
         registry = service.registry
         log.info("evaluation: %s", service.judges)
         wanted = split_names(settings.eval_evaluators)

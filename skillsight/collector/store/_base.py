@@ -229,6 +229,13 @@ class Store(ABC):
         rows = self._rows(queries.SKILL_CONTRACTS, {"project": project_id})
         return {str(row["name"]): catalogue_entry(row) for row in rows}
 
+    def skill_versions(self, project_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Per skill name, every recorded version (no body), the latest first."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in self._rows(queries.SKILL_VERSIONS, {"project": project_id}):
+            out.setdefault(str(row["name"]), []).append(catalogue_entry(row))
+        return out
+
     # -- rebuilt activations and trajectories (see migration 0004) ---------------------------
 
     def write_rebuild(
@@ -383,6 +390,11 @@ class Store(ABC):
             for row in self._rows(queries.LIST_EVALUATIONS_OF, params):
                 out[str(row["activation_id"])].append(row)
         return out
+
+    def judge_spend_since(self, since: datetime) -> float:
+        """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""
+        rows = self._rows(queries.JUDGE_SPEND_SINCE, {"since": _micros(since)})
+        return float(rows[0]["spent"] or 0.0) if rows else 0.0
 
     def rebuilt_sessions(self, since_us: int) -> list[tuple[str, str, int]]:
         """``(project_id, session_id, rebuilt_us)`` of every session whose latest rebuild was

@@ -235,6 +235,19 @@ FROM (
 )
 ORDER BY name"""
 
+# Every recorded version of each skill, without the procedure: the catalogue a rebuild joins
+# activations to by name and version. Within a name the latest comes first, as SKILL_CONTRACTS
+# picks it (newest scan, then version).
+SKILL_VERSIONS = f"""
+SELECT {_SKILL_COLUMNS}
+FROM (
+    SELECT * FROM skills
+    WHERE project_id = {{project:String}}
+    ORDER BY scanned_at DESC, version
+    LIMIT 1 BY name, version
+)
+ORDER BY name, scanned_at_us DESC, version"""
+
 # -- evaluations (migration 0005) ---------------------------------------------------------------
 
 # The newest row of each (evaluator, version) of one activation; reruns replaced older ones.
@@ -250,6 +263,13 @@ FROM (
     LIMIT 1 BY evaluator, evaluator_version
 )
 ORDER BY evaluator, evaluator_version"""
+
+# What LLM judges spent since a moment, over every project (the daily spend cap is the
+# service's). Replaced rows may be merged away, so this counts at least what was spent after them.
+JUDGE_SPEND_SINCE = """
+SELECT sum(cost_usd) AS spent
+FROM evaluations
+WHERE judge_model != '' AND evaluated_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')"""
 
 # -- scorecards and the CI gate (skillsight/api/scorecard.py, skillsight gate) --------------------
 #

@@ -8,7 +8,7 @@ beside the deterministic evaluators. ``docs/judges.md`` describes the rubrics an
 
 from __future__ import annotations
 
-from skillsight.evaluators.judges._budget import SpendCap
+from skillsight.evaluators.judges._budget import RecordedSpend, SpendCap
 from skillsight.evaluators.judges._cache import CacheKey, VerdictCache, inputs_hash
 from skillsight.evaluators.judges._calibrate import (
     Agreement,
@@ -62,6 +62,7 @@ __all__ = [
     "JudgeSettings",
     "JudgeSetup",
     "Limits",
+    "RecordedSpend",
     "RenderedInputs",
     "Rubric",
     "SkillRubric",

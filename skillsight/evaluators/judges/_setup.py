@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from skillsight.config import Settings
 from skillsight.evaluators import Registry
-from skillsight.evaluators.judges._budget import SpendCap
+from skillsight.evaluators.judges._budget import RecordedSpend, SpendCap
 from skillsight.evaluators.judges._cache import VerdictCache
 from skillsight.evaluators.judges._client import JudgeClient
 from skillsight.evaluators.judges._judge import JudgeEvaluator
@@ -70,20 +70,26 @@ def build_judges(
     )
 
 
-def judge_registry(settings: Settings, rubrics: Iterable[str] = RUBRIC_NAMES) -> JudgeSetup:
+def judge_registry(
+    settings: Settings,
+    rubrics: Iterable[str] = RUBRIC_NAMES,
+    *,
+    recorded_spend: RecordedSpend | None = None,
+) -> JudgeSetup:
     """The LLM judges to run beside the deterministic evaluators, or none, with a reason for
-    the service to log ("LLM judges off: …")."""
+    the service to log ("LLM judges off: …"). ``recorded_spend`` lets the spend cap count what
+    the store says judges already spent today."""
     if not settings.judge_model.strip():
         return JudgeSetup(None, "no judge model configured (set SKILLSIGHT_JUDGE_MODEL)")
     if settings.judge_sample_rate <= 0:
         return JudgeSetup(None, "SKILLSIGHT_JUDGE_SAMPLE_RATE is 0")
     judge = judge_settings(settings)
-    cap = SpendCap(judge.daily_spend_usd)
+    cap = SpendCap(judge.daily_spend_usd, recorded=recorded_spend)
     registry = build_judges(judge, rubrics, spend_cap=cap)
     where = f" at {judge.api_base}" if judge.api_base else ""
     reason = (
         f"LLM judges {', '.join(registry.names)} with {judge.model}{where} on "
         f"{settings.judge_sample_rate:.0%} of activations, spend cap "
-        f"${judge.daily_spend_usd:g}/day"
+        f"${judge.daily_spend_usd:g}/day (${cap.spent_usd:.4g} spent today)"
     )
     return JudgeSetup(registry, reason, settings.judge_sample_rate, cap)
