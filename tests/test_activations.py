@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from skillsight import semconv as sc
 from skillsight.bench.sessions import synthetic_session
 from skillsight.collector import otlp
-from skillsight.collector.activations import Activation, SkillContract, VisibleSkill
+from skillsight.collector.activations import Activation, Catalogue, SkillContract, VisibleSkill
+from skillsight.collector.finalizer import store_catalogue
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from skillsight.collector.store import EmbeddedStore
@@ -34,6 +37,7 @@ from skillsight.instrumentation import (
     record_tool_call,
     skill_activation,
 )
+from skillsight.skills import SkillManifest, load_skill
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 SCENARIOS = CAPTURES / "scenarios"
@@ -820,3 +824,106 @@ def test_visible_skills_from_the_catalogue_message(
         VisibleSkill(name="csv-summary", description="Summarise a CSV file"),
     ]
     assert (activation.request, activation.integration_message) == ("sum it", "133.")
+
+
+# --- joined to the catalogue by name and version ------------------------------------------------
+
+UNSCANNED = "0" * 64
+
+
+def csv_skill(folder: Path, frontmatter: str) -> SkillManifest:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: csv-summary\n{frontmatter}---\n\nRun `python3 scripts/summary.py FILE`.\n"
+    )
+    return load_skill(folder)
+
+
+def catalogued(manifest: SkillManifest) -> SkillContract:
+    return SkillContract(
+        name=manifest.name,
+        description=manifest.description,
+        allowed_tools=manifest.allowed_tools,
+        version=manifest.version,
+        source_uri=manifest.path.absolute().as_uri(),
+    )
+
+
+def versioned_span(tp: TracerProvider, call_id: str, version: str) -> Any:
+    """An activation span of another instrumentor: the generic ``gen_ai.skill.*`` name and
+    version, nothing of the skill's contract."""
+    return tp.get_tracer("another-instrumentor").start_as_current_span(
+        "activate_skill csv-summary",
+        attributes={
+            sc.GEN_AI_OPERATION_NAME: sc.OP_ACTIVATE_SKILL,
+            sc.GEN_AI_SKILL_NAME: "csv-summary",
+            sc.GEN_AI_SKILL_VERSION: version,
+            sc.SKILLSIGHT_ACTIVATION_CALL_ID: call_id,
+            sc.SKILLSIGHT_ACTIVATION_TRIGGER: sc.TRIGGER_SKILL_TOOL,
+        },
+    )
+
+
+def test_an_activation_gets_the_contract_of_the_version_it_ran(
+    embedded_store: EmbeddedStore,
+    recorder: tuple[TracerProvider, InMemorySpanExporter],
+    tmp_path: Path,
+) -> None:
+    """Two versions of a skill are catalogued, the newer one declaring allowed-tools. A span
+    naming the older version gets the older contract (whatever it leaves out comes from that
+    version, never the newer one); a span naming a version never scanned keeps only what it
+    reported; a start that names no version (a bare Skill call, as Claude Code reports it)
+    gets the latest."""
+    tp, exporter = recorder
+    folder = tmp_path / "skills" / "csv-summary"
+    older = csv_skill(folder, "description: Summarise a CSV file.\n")
+    with agent_session("agent", conversation_id="conv-v", input="sum it", tracer_provider=tp):
+        # the manual API reads the folder as it is now: the older version, no allowed-tools
+        with skill_activation(
+            "csv-summary", skill_dir=folder, trigger="skill_tool", call_id="a1", tracer_provider=tp
+        ):
+            record_tool_call("Bash", "b1", {"command": "wc -l x.csv"}, "5", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Again."), tracer_provider=tp)
+        with versioned_span(tp, "a2", older.version):
+            record_tool_call("Bash", "b2", {"command": "wc -l y.csv"}, "6", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Once more."), tracer_provider=tp)
+        with versioned_span(tp, "a3", UNSCANNED):
+            record_tool_call("Bash", "b3", {"command": "wc -l z.csv"}, "7", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Last."), tracer_provider=tp)
+        record_tool_call("Skill", "a4", {"skill": "csv-summary"}, "loaded", tracer_provider=tp)
+        record_tool_call("Bash", "b4", {"command": "wc -l w.csv"}, "8", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=said("Done."), tracer_provider=tp)
+    newer = csv_skill(
+        folder,
+        "description: Summarise a CSV file and chart it.\nallowed-tools: Bash(python3:*) Read\n",
+    )
+    assert newer.version != older.version
+    embedded_store.insert_skills("default", [older], scanned_at=datetime(2026, 11, 1, tzinfo=UTC))
+    embedded_store.insert_skills("default", [newer], scanned_at=datetime(2026, 11, 2, tzinfo=UTC))
+    catalogue = store_catalogue(embedded_store)("default")
+    assert isinstance(catalogue, Catalogue)
+    assert catalogue.versions("csv-summary") == (catalogued(newer), catalogued(older))
+
+    exported(embedded_store, exporter)  # into the store; rebuilt below with the catalogue
+    activations = rebuild(embedded_store, catalogue=catalogue).activations
+    assert [(a.trigger_call_id, a.skill_version, a.contract) for a in activations] == [
+        ("a1", older.version, catalogued(older)),
+        ("a2", older.version, catalogued(older)),
+        ("a3", UNSCANNED, SkillContract(name="csv-summary", version=UNSCANNED)),
+        ("a4", newer.version, catalogued(newer)),
+    ]
+
+
+def test_a_catalogue_refuses_what_it_cannot_join() -> None:
+    contract = SkillContract(name="pdf", version="ab" * 32)
+    with pytest.raises(ValueError, match="skill 'pdf' with no version"):
+        Catalogue({"pdf": []})
+    with pytest.raises(ValueError, match="a contract of 'pdf' under 'csv-summary'"):
+        Catalogue({"csv-summary": [contract]})
+    # a plain mapping is a catalogue of one version per skill
+    plain = Catalogue.of({"pdf": contract})
+    assert (dict(plain), plain.contract("pdf", "ab" * 32), plain.contract("pdf", "cd" * 32)) == (
+        {"pdf": contract},
+        contract,
+        None,
+    )

@@ -1,9 +1,11 @@
 """``skillsight serve --skills DIR``: the skills a team points the service at are in the
 catalogue of every project, and activations rebuilt from telemetry that names only the skill
-(Claude Code's) get their declared contract from it."""
+(Claude Code's) get their declared contract from it (the latest version's); telemetry that
+names the version it ran gets that version's."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,12 +13,29 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from typer.testing import CliRunner
 
+from skillsight.cli import app
 from skillsight.demo.scenario_library import build_scenario
+from skillsight.instrumentation import (
+    agent_session,
+    record_llm_call,
+    record_tool_call,
+    skill_activation,
+)
+from skillsight.skills import load_skill
 from tests.harness.scenario_captures import load_capture
 from tests.support.serve import RunningServer, running_server
 
 KEYS = {"team-a": "key-a", "team-b": "key-b"}
+SAID_AGAIN = [{"role": "assistant", "content": [{"type": "text", "text": "Again."}]}]
+SAID_DONE = [{"role": "assistant", "content": [{"type": "text", "text": "Done."}]}]
+
+runner = CliRunner()
 
 
 def get(server: RunningServer, project: str, path: str) -> Any:
@@ -77,3 +96,72 @@ def test_a_rebuilt_activation_gets_its_contract_from_the_catalogue(
     )
     assert activation["skill_version"] == contract["version"] != ""
     assert get(server, "team-b", "/api/v1/activations") == []  # tenancy holds
+
+
+def test_skills_scanned_twice_then_activations_joined_by_version(tmp_path: Path) -> None:
+    """``skills scan --store`` before and after the skill changed, telemetry ingested,
+    ``skillsight rebuild``: the run of the older version is judged by the older contract, the
+    run that reported no version by the newer one."""
+    data = ["--data", str(tmp_path / "data")]
+    skills = tmp_path / "skills"
+    folder = skills / "csv-summary"
+    folder.mkdir(parents=True)
+    skill_md = folder / "SKILL.md"
+    skill_md.write_text("---\nname: csv-summary\ndescription: Summarise a CSV file.\n---\n\nGo.\n")
+    first = runner.invoke(app, ["skills", "scan", str(skills), "--store", *data])
+    assert first.exit_code == 0, first.output
+    older = load_skill(folder)
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    with agent_session("agent", conversation_id="conv-e2e", input="sum it", tracer_provider=tp):
+        with skill_activation(
+            "csv-summary", skill_dir=folder, trigger="skill_tool", call_id="s1", tracer_provider=tp
+        ):
+            record_tool_call("Bash", "b1", {"command": "wc -l a.csv"}, "5", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=SAID_AGAIN, tracer_provider=tp)
+        record_tool_call("Skill", "s2", {"skill": "csv-summary"}, "loaded", tracer_provider=tp)
+        record_tool_call("Bash", "b2", {"command": "wc -l b.csv"}, "6", tracer_provider=tp)
+        record_llm_call("m", 1, 1, output=SAID_DONE, tracer_provider=tp)
+    traces = tmp_path / "traces.pb"
+    traces.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    tp.shutdown()
+
+    skill_md.write_text(
+        "---\nname: csv-summary\ndescription: Summarise a CSV file and chart it.\n"
+        "allowed-tools: Bash(python3:*) Read\n---\n\nGo.\n"
+    )
+    second = runner.invoke(app, ["skills", "scan", str(skills), "--store", *data])
+    assert second.exit_code == 0, second.output
+    newer = load_skill(folder)
+    for step in (["ingest", str(traces), *data], ["rebuild", *data]):
+        result = runner.invoke(app, step)
+        assert result.exit_code == 0, result.output
+    listed = runner.invoke(app, ["activations", "list", "--json", *data])
+    found = sorted(json.loads(listed.stdout), key=lambda a: a["trigger_call_id"])
+    uri = folder.absolute().as_uri()
+    assert [(a["trigger_call_id"], a["skill_version"], a["contract"]) for a in found] == [
+        (
+            "s1",
+            older.version,
+            {
+                "name": "csv-summary",
+                "description": "Summarise a CSV file.",
+                "allowed_tools": None,  # the older version declared none: not the newer ones
+                "version": older.version,
+                "source_uri": uri,
+            },
+        ),
+        (
+            "s2",
+            newer.version,
+            {
+                "name": "csv-summary",
+                "description": "Summarise a CSV file and chart it.",
+                "allowed_tools": ["Bash(python3:*)", "Read"],
+                "version": newer.version,
+                "source_uri": uri,
+            },
+        ),
+    ]

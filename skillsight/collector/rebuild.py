@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skillsight.collector.activations import Activation, Catalogue, SkillContract
 from skillsight.collector.activations.extract import extract_activations
-from skillsight.collector.activations.model import Activation, SkillContract
 from skillsight.collector.trajectories import atif
 from skillsight.collector.trajectories.build import build_trajectory
 
@@ -31,14 +31,17 @@ def rebuild_session(
     events: Iterable[Mapping[str, Any]] = (),
     *,
     project_id: str = "default",
-    catalogue: Mapping[str, SkillContract] | None = None,
+    catalogue: Catalogue | Mapping[str, SkillContract] | None = None,
     session_id: str = "",
 ) -> Rebuilt:
     """Rows of one session (``Store.list_spans`` / ``list_events`` dicts) → what it was.
 
-    ``catalogue`` maps skill names to their declared contracts (from ``skillsight skills scan``)
-    for activations whose telemetry does not carry them. ``session_id`` may be left empty: the
-    rows' own session id is used.
+    ``catalogue`` holds the skills' declared contracts (from ``skillsight skills scan``): a
+    :class:`~skillsight.collector.activations.Catalogue` of every recorded version, or a plain
+    ``{name: contract}`` mapping (one version per skill). An activation whose telemetry names
+    the version it ran gets that version's contract, or, when the catalogue does not hold that
+    version, only what its telemetry reported; one that names no version gets the latest.
+    ``session_id`` may be left empty: the rows' own session id is used.
     """
     trajectory = build_trajectory(spans, events, session_id=session_id)
     activations = extract_activations(trajectory, project_id=project_id, catalogue=catalogue)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from skillsight.collector.activations import SkillContract
+from skillsight.collector.activations import Catalogue, SkillContract
 from skillsight.collector.store import Store
 from skillsight.collector.store._rebuilds import RebuildResult, SessionRebuild
 
@@ -27,32 +27,41 @@ class RebuildFn(Protocol):
         events: list[dict[str, Any]],
         *,
         project_id: str = ...,
-        catalogue: Mapping[str, SkillContract] | None = ...,
+        catalogue: Catalogue | Mapping[str, SkillContract] | None = ...,
         session_id: str = ...,
     ) -> RebuildResult: ...
 
 
-CatalogueFn = Callable[[str], Mapping[str, SkillContract] | None]
-"""Project id -> the skill contracts by name that ``rebuild_session`` joins activations to."""
+CatalogueFn = Callable[[str], Catalogue | Mapping[str, SkillContract] | None]
+"""Project id -> the skill catalogue ``rebuild_session`` joins activations to: a
+:class:`Catalogue` of every recorded version, or a plain ``{name: contract}`` (one each)."""
 
 
 def store_catalogue(store: Store) -> CatalogueFn:
-    """The project's recorded skill catalogue (``skillsight skills scan --store``)."""
+    """The project's recorded skill catalogue (``skillsight skills scan --store``), every
+    version of each skill, so an activation is joined to the version it ran."""
 
-    def catalogue(project_id: str) -> Mapping[str, SkillContract] | None:
-        entries = store.skill_contracts(project_id)
-        return {
-            name: SkillContract(
-                name=name,
-                description=str(entry.get("description") or ""),
-                allowed_tools=entry.get("allowed_tools"),
-                version=str(entry.get("version") or ""),
-                source_uri=str(entry.get("source_uri") or ""),
+    def catalogue(project_id: str) -> Catalogue | None:
+        entries = store.skill_versions(project_id)
+        return (
+            Catalogue(
+                {name: [_contract(entry) for entry in found] for name, found in entries.items()}
             )
-            for name, entry in entries.items()
-        } or None
+            if entries
+            else None
+        )
 
     return catalogue
+
+
+def _contract(entry: Mapping[str, Any]) -> SkillContract:
+    return SkillContract(
+        name=str(entry["name"]),
+        description=str(entry.get("description") or ""),
+        allowed_tools=entry.get("allowed_tools"),
+        version=str(entry.get("version") or ""),
+        source_uri=str(entry.get("source_uri") or ""),
+    )
 
 
 def default_rebuild() -> RebuildFn:

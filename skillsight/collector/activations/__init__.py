@@ -1,5 +1,6 @@
 """Skill activations: the record and its extraction from a session trajectory."""
 
+from skillsight.collector.activations._catalogue import Catalogue
 from skillsight.collector.activations.extract import extract_activations
 from skillsight.collector.activations.model import (
     Activation,
@@ -13,6 +14,7 @@ from skillsight.collector.activations.model import (
 
 __all__ = [
     "Activation",
+    "Catalogue",
     "SkillContract",
     "Tokens",
     "ToolCall",

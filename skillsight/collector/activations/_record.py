@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from skillsight.collector.activations._catalogue import Catalogue
 from skillsight.collector.activations._timeline import (
     TOOL_TRIGGERS,
     Extent,
@@ -32,7 +33,7 @@ class Context:
     trajectory: atif.Trajectory
     session_id: str
     project_id: str
-    catalogue: Mapping[str, SkillContract]
+    catalogue: Catalogue
     visible: list[VisibleSkill]
     agent: str
     subagent: str = ""
@@ -106,8 +107,8 @@ def _tool_call(item: Item) -> ToolCall:
 
 
 def _contract(context: Context, skill: str, start: Start) -> SkillContract | None:
-    known = context.catalogue.get(skill)
-    contract = known.model_copy() if known is not None else None
+    """The catalogue's contract of the version the source reported, overlaid with what the
+    source itself reported; the latest catalogued version when it reported none."""
     evidence: dict[str, Any] = {}
     if start.span is not None:
         evidence = {
@@ -119,10 +120,12 @@ def _contract(context: Context, skill: str, start: Start) -> SkillContract | Non
     elif start.item.call is not None:
         evidence = {"allowed_tools": (start.item.call.extra or {}).get("allowed_tools")}
     evidence = {k: v for k, v in evidence.items() if v is not None}
-    if contract is None and not evidence:
+    # a version the catalogue does not hold joins nothing: the contract is only what the
+    # source reported, rather than another version's allowed-tools and description
+    known = context.catalogue.contract(skill, evidence.get("version", ""))
+    if known is None and not evidence:
         return None
-    if contract is None:
-        contract = SkillContract(name=skill)
+    contract = known if known is not None else SkillContract(name=skill)
     return contract.model_copy(update=evidence)
 
 

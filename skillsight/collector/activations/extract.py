@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from skillsight.collector.activations._bounds import explicit_activations, inferred_activations
+from skillsight.collector.activations._catalogue import Catalogue
 from skillsight.collector.activations._record import (
     Context,
     build_activation,
@@ -36,12 +37,16 @@ def extract_activations(
     project_id: str = "default",
     catalogue: Mapping[str, SkillContract] | None = None,
 ) -> list[Activation]:
-    """Every activation in the session, ordered by start (nested ones after their parent)."""
+    """Every activation in the session, ordered by start (nested ones after their parent).
+
+    ``catalogue``: a :class:`Catalogue`, or a plain ``{name: contract}`` (one version per
+    skill); each activation is joined to it as :meth:`Catalogue.contract` says.
+    """
     context = Context(
         trajectory=trajectory,
         session_id=trajectory.session_id or trajectory.trajectory_id or "",
         project_id=project_id,
-        catalogue=catalogue or {},
+        catalogue=Catalogue.of(catalogue),
         visible=visible_skills(trajectory),
         agent=trajectory.agent.name,
     )
