@@ -101,7 +101,18 @@ class Settings:
         0.5, "float", "a session is complete after this long without a new span or event"
     )
     rebuild_max_wait_s: float = _setting(
-        30.0, "float", "rebuild a session whose parent spans never arrive after this long"
+        30.0,
+        "float",
+        "rebuild a session whose parent spans or log events have not all arrived after this "
+        "long (shown, not yet scored)",
+    )
+    # Spans keep arriving while an agent works (each model call and tool call ends and is
+    # exported), so this long a silence with the root still missing means it will not come.
+    rebuild_settle_s: float = _setting(
+        300.0,
+        "float",
+        "score a session that stays incomplete (rebuilt after rebuild_max_wait_s) once this "
+        "long has passed without a new row",
     )
     rebuild_poll_s: float = _setting(
         0.2, "float", "how often the finalizer looks for newly written sessions"
@@ -227,7 +238,12 @@ class Settings:
                 f"eval_worker_index={self.eval_worker_index} must be in 0..{self.eval_workers - 1}"
                 " (SKILLSIGHT_EVAL_WORKER_INDEX, SKILLSIGHT_EVAL_WORKERS)"
             )
-        for name in ("rebuild_quiet_s", "rebuild_max_wait_s", "rebuild_catchup_s"):
+        for name in (
+            "rebuild_quiet_s",
+            "rebuild_max_wait_s",
+            "rebuild_settle_s",
+            "rebuild_catchup_s",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")
         if self.clickhouse_url and not self.clickhouse_url.startswith(

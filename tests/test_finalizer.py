@@ -579,3 +579,92 @@ def test_the_documented_evaluator_hook_hears_of_every_rebuilt_session(
     assert heard[-1].activations == tuple(embedded_store.list_activations("p"))
     assert [a.skill_name for a in heard[-1].activations] == ["csv-summary"]
     assert heard[-1].activations[0].integration_message
+
+
+# -- sessions whose root span is late: shown after max_wait_s, scored once complete or settled ----
+
+
+def _split_root(project: str) -> tuple[Any, Any, Any]:
+    """The recorded session as decoded columns: spans without the root, the root, events."""
+    document = json.loads((CAPTURES / "claude_code" / "traces.json").read_text())
+    root = json.loads(json.dumps(document))
+    for kept, wanted in ((document, False), (root, True)):
+        for resource in kept["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                scope["spans"] = [
+                    s for s in scope["spans"] if (s["name"] == "claude_code.interaction") is wanted
+                ]
+    limits = otlp.Limits()
+    logs = (CAPTURES / "claude_code" / "logs.json").read_bytes()
+    return tuple(  # type: ignore[return-value]
+        otlp.decode(signal, body, otlp.JSON, project, limits).columns.to_arrow(schema)
+        for signal, body, schema in (
+            (otlp.TRACES, json.dumps(document).encode(), SPAN_SCHEMA),
+            (otlp.TRACES, json.dumps(root).encode(), SPAN_SCHEMA),
+            (otlp.LOGS, logs, EVENT_SCHEMA),
+        )
+    )
+
+
+def _announced_after_provisional(
+    store: EmbeddedStore, *, settle_s: float, then: Any = None
+) -> tuple[list[ActivationsReady], dict[str, object], dict[str, object]]:
+    """Run a finalizer over the rootless session until it has been rebuilt provisionally, check
+    what shows, call ``then`` and run on until something is announced."""
+    spans, root, events = _split_root("p")
+    store.insert_spans(spans)
+    store.insert_events(events)
+    announced: list[ActivationsReady] = []
+
+    async def note(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    async def run() -> tuple[dict[str, object], dict[str, object]]:
+        finalizer = Finalizer(store, quiet_s=0.05, max_wait_s=0.0, settle_s=settle_s, poll_s=0.02)
+        finalizer.subscribe(note)
+        async with finalizer:
+            async with asyncio.timeout(30):
+                while finalizer.stats.provisional_rebuilds == 0:
+                    await asyncio.sleep(0.02)
+            shown = finalizer.health()
+            assert announced == []  # nothing handed to scoring yet
+            assert [a.skill_name for a in store.list_activations("p")] == ["csv-summary"]
+            assert store.rebuilt_sessions(0) == []  # nor to evaluation workers
+            if then is not None:
+                then(root)
+            async with asyncio.timeout(30):
+                while not announced:
+                    await asyncio.sleep(0.02)
+            return shown, finalizer.health()
+
+    shown, done = asyncio.run(run())
+    return announced, shown, done
+
+
+def test_a_session_past_max_wait_is_shown_but_scored_only_once_settled(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """The root never comes: after max_wait_s the session is rebuilt for the display, and
+    settle_s later (no new row) handed to scoring as it is."""
+    announced, shown, done = _announced_after_provisional(embedded_store, settle_s=1.0)
+    assert {k: shown[k] for k in ("idle", "unsettled_sessions", "pending_sessions")} == {
+        "idle": True,  # it waits on the agent, not on the finalizer
+        "unsettled_sessions": 1,
+        "pending_sessions": 0,
+    }
+    [item] = announced
+    assert [a.skill_name for a in item.activations] == ["csv-summary"]
+    assert {k: done[k] for k in ("unsettled_sessions", "settled_incomplete")} == {
+        "unsettled_sessions": 0,
+        "settled_incomplete": 1,
+    }
+    assert [key for _, key, _ in embedded_store.rebuilt_sessions(0)] == [item.session_id]
+
+
+def test_a_late_root_settles_the_session_at_once(embedded_store: EmbeddedStore) -> None:
+    announced, _, done = _announced_after_provisional(
+        embedded_store, settle_s=3600, then=embedded_store.insert_spans
+    )
+    [item] = announced  # complete now, so scored without waiting out settle_s
+    assert [a.skill_name for a in item.activations] == ["csv-summary"]
+    assert (done["settled_incomplete"], done["unsettled_sessions"]) == (0, 0)

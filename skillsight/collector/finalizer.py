@@ -89,8 +89,10 @@ Subscriber = Callable[[ActivationsReady], Awaitable[None]]
 @dataclass
 class _Pending:
     last_ingested_us: int
-    due: float  # monotonic time at which the quiet period ends
+    due: float  # monotonic time at which the quiet period (or the settle wait) ends
     first_seen: float
+    unsettled: bool = False
+    """Rebuilt provisionally (incomplete past max_wait_s); due = when to settle it as it is."""
 
 
 @dataclass
@@ -103,6 +105,10 @@ class FinalizerStats:
     incomplete_sessions: int = 0
     """Held past their quiet period in the last pass: a parent span or a model request's log
     events not in yet."""
+    provisional_rebuilds: int = 0
+    """Rebuilds of sessions still incomplete past max_wait_s: shown, not handed to scoring."""
+    settled_incomplete: int = 0
+    """Sessions handed to scoring incomplete, after settle_s without a new row (or at stop)."""
 
 
 class Finalizer:
@@ -114,6 +120,7 @@ class Finalizer:
         *,
         quiet_s: float = 1.0,
         max_wait_s: float = 30.0,
+        settle_s: float = 300.0,
         poll_s: float = 0.2,
         batch_max: int = 64,
         catchup_s: float = 3600.0,
@@ -126,6 +133,7 @@ class Finalizer:
         self.store = store
         self.quiet_s = quiet_s
         self.max_wait_s = max_wait_s
+        self.settle_s = settle_s
         self.poll_s = poll_s
         self.batch_max = batch_max
         self.catchup_s = catchup_s
@@ -183,19 +191,29 @@ class Finalizer:
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        """Sessions with rows not rebuilt yet (not those waiting to settle)."""
+        return sum(1 for p in self._pending.values() if not p.unsettled)
+
+    @property
+    def unsettled(self) -> int:
+        """Sessions rebuilt while incomplete, waiting for their missing rows or to settle."""
+        return sum(1 for p in self._pending.values() if p.unsettled)
 
     @property
     def idle(self) -> bool:
-        """Every committed row has been looked at and every session it touched rebuilt."""
+        """Every committed row has been looked at and every session it touched rebuilt (a
+        session waiting to settle waits on its agent, not on the finalizer)."""
         caught_up = self.commits is None or self._commits_seen == self.commits()
-        return caught_up and not self._pending and not self._catching_up
+        return caught_up and not self.pending and not self._catching_up
 
     def health(self) -> dict[str, object]:
         return {
             "idle": self.idle,
-            "pending_sessions": len(self._pending),
+            "pending_sessions": self.pending,
             "incomplete_sessions": self.stats.incomplete_sessions,
+            "unsettled_sessions": self.unsettled,
+            "provisional_rebuilds": self.stats.provisional_rebuilds,
+            "settled_incomplete": self.stats.settled_incomplete,
             "sessions_rebuilt": self.stats.sessions_rebuilt,
             "activations_rebuilt": self.stats.activations_rebuilt,
             "errors": self.stats.errors,
@@ -289,6 +307,11 @@ class Finalizer:
             for ident in keys
             if wait_for_roots and now - self._pending[ident].first_seen < self.max_wait_s
         }
+        # Past max_wait_s a session is rebuilt as it is, for the display; it is scored once
+        # complete, or when it has settled (settle_s without a row) or the service stops.
+        provisional = {
+            ident for ident in keys if wait_for_roots and not self._pending[ident].unsettled
+        }
         started = time.perf_counter()
         try:
             outcomes, stamps = await asyncio.to_thread(
@@ -298,6 +321,7 @@ class Finalizer:
                 rebuild=self._rebuild,
                 catalogue=self.catalogue,
                 require_complete=waiting,
+                provisional=provisional,
             )
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
             self._count_error(f"writing rebuilds failed: {exc}")
@@ -306,6 +330,7 @@ class Finalizer:
             return
         self.stats.last_pass_ms = (time.perf_counter() - started) * 1000
         now = time.monotonic()
+        wall_us = time.time_ns() // 1000
         stamp_of = iter(stamps)
         ready: list[ActivationsReady] = []
         for outcome, (project_id, key, last_us) in zip(outcomes, batch, strict=True):
@@ -314,8 +339,13 @@ class Finalizer:
             if outcome.incomplete:  # look again later; past max_wait_s it is rebuilt as is
                 pending.due = now + self.quiet_s
                 continue
-            if pending.last_ingested_us == last_us:
-                del self._pending[ident]  # else new rows arrived meanwhile: stay pending
+            if pending.last_ingested_us == last_us:  # else new rows arrived: stay pending
+                if outcome.rebuilt is not None and not outcome.settled:
+                    waited = max(0.0, wall_us - last_us) / 1e6
+                    pending.unsettled = True
+                    pending.due = now + max(0.0, self.settle_s - waited)
+                else:
+                    del self._pending[ident]
             self._handled[ident] = last_us
             if outcome.error:
                 self._count_error(f"session {key}: {outcome.error}")
@@ -323,6 +353,11 @@ class Finalizer:
                 self.stats.sessions_rebuilt += 1
                 self.stats.activations_rebuilt += len(outcome.rebuilt.activations)
                 stamp = next(stamp_of)
+                if not outcome.settled:
+                    self.stats.provisional_rebuilds += 1
+                    continue
+                if not outcome.complete:
+                    self.stats.settled_incomplete += 1
                 rebuilt_at = stamp_iso(stamp)
                 ready.append(
                     ActivationsReady(

@@ -118,6 +118,10 @@ class Outcome:
     session_key: str
     rebuilt: RebuildResult | None = None
     incomplete: bool = False
+    complete: bool = True
+    """Every parent span and model request's events were there (:func:`is_complete`)."""
+    settled: bool = True
+    """Written as scoreable: complete, or not among the pass's ``provisional`` keys."""
     error: str = ""
 
 
@@ -128,14 +132,16 @@ def rebuild_sessions(
     rebuild: RebuildFn,
     catalogue: CatalogueFn | None = None,
     require_complete: Container[tuple[str, str]] = (),
+    provisional: Container[tuple[str, str]] = (),
 ) -> tuple[list[Outcome], list[int]]:
     """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
 
     Reads each project's sessions together and writes the whole pass at once; a store error
     raises (nothing is written), a failing rebuild only marks its session. Returns each key's
     outcome and the stamps written. A ``(project_id, session_key)`` in ``require_complete``
-    whose spans miss a parent is left alone and reported incomplete; every other session is
-    rebuilt from what is there.
+    that is not complete (:func:`is_complete`) is left alone and reported incomplete; every
+    other session is rebuilt from what is there. One in ``provisional`` that is not complete is
+    written unsettled (shown, not scored: the evaluation workers wait for a settled rebuild).
     """
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
@@ -149,9 +155,11 @@ def rebuild_sessions(
         spans, events = rows[project_id][key]
         if not spans and not events:
             continue
-        if (project_id, key) in require_complete and not is_complete(spans, events):
+        outcome.complete = complete = is_complete(spans, events)
+        if (project_id, key) in require_complete and not complete:
             outcome.incomplete = True
             continue
+        outcome.settled = complete or (project_id, key) not in provisional
         try:
             if catalogue is not None and project_id not in contracts:
                 contracts[project_id] = catalogue(project_id)
@@ -167,6 +175,10 @@ def rebuild_sessions(
             outcome.error = f"{type(exc).__name__}: {exc}"[:500]
     done = [(o, k[2]) for o, k in zip(outcomes, keys, strict=True) if o.rebuilt is not None]
     stamps = store.write_rebuilds(
-        [SessionRebuild(o.project_id, o.rebuilt, through) for o, through in done if o.rebuilt]
+        [
+            SessionRebuild(o.project_id, o.rebuilt, through, o.settled)
+            for o, through in done
+            if o.rebuilt
+        ]
     )
     return outcomes, stamps

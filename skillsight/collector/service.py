@@ -53,6 +53,7 @@ class Collector:
                 store,
                 quiet_s=settings.rebuild_quiet_s,
                 max_wait_s=settings.rebuild_max_wait_s,
+                settle_s=settings.rebuild_settle_s,
                 poll_s=settings.rebuild_poll_s,
                 batch_max=settings.rebuild_batch_max,
                 catchup_s=settings.rebuild_catchup_s,

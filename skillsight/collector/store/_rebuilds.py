@@ -46,6 +46,8 @@ class SessionRebuild:
     rebuilt: RebuildResult
     ingested_through_us: int = 0
     """Newest ``ingested_at`` (store clock, µs) among the rows the rebuild read; 0 = unknown."""
+    settled: bool = True
+    """May be scored: the session was complete, or waiting for the rest was given up."""
 
 
 # (column, arrow type, ClickHouse type of the streamed column, expression that stores it)
@@ -85,6 +87,7 @@ TRAJECTORY_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
         "Int64",
         "fromUnixTimestamp64Micro(ingested_through, 'UTC')",
     ),
+    ("settled", pa.bool_(), "Bool", "settled"),
     ("rebuilt_at", _I64, "Int64", "fromUnixTimestamp64Micro(rebuilt_at, 'UTC')"),
 )
 
@@ -182,6 +185,7 @@ def trajectory_table(items: Sequence[tuple[SessionRebuild, int]]) -> pa.Table:
                 "activation_count": len(item.rebuilt.activations),
                 "atif": trajectory_json(document),
                 "ingested_through": item.ingested_through_us,
+                "settled": item.settled,
                 "rebuilt_at": stamp,
             }
         )

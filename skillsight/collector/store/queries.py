@@ -359,13 +359,13 @@ FROM (
 )
 ORDER BY activation_id, evaluator, evaluator_version"""
 
-# Sessions whose rebuild was stored since a point on the stamps' clock, newest rebuild per
-# session: what an evaluation worker (`skillsight eval worker`) owes scores. Like
+# Sessions whose settled rebuild was stored since a point on the stamps' clock, newest rebuild
+# per session: what an evaluation worker (`skillsight eval worker`) owes scores. Like
 # TOUCHED_SESSIONS it spans projects: it finds work, it serves no caller.
 REBUILT_SESSIONS = """
 SELECT project_id AS project, session_id,
        toUnixTimestamp64Micro(max(rebuilt_at)) AS rebuilt_us
 FROM trajectories
-WHERE rebuilt_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+WHERE rebuilt_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND settled
 GROUP BY project_id, session_id
 ORDER BY rebuilt_us"""
