@@ -279,6 +279,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "visible_skills": [],
         "contract": None,
         "rebuilt_at": "",  # set when the store writes the record
+        "settled": True,
     }
     assert len(during) == 2  # the two LLM calls Claude Code made while the skill was active
 

@@ -628,7 +628,9 @@ def _announced_after_provisional(
                     await asyncio.sleep(0.02)
             shown = finalizer.health()
             assert announced == []  # nothing handed to scoring yet
-            assert [a.skill_name for a in store.list_activations("p")] == ["csv-summary"]
+            assert [(a.skill_name, a.settled) for a in store.list_activations("p")] == [
+                ("csv-summary", False)  # shown, marked as such
+            ]
             assert store.rebuilt_sessions(0) == []  # nor to evaluation workers
             if then is not None:
                 then(root)
@@ -654,6 +656,7 @@ def test_a_session_past_max_wait_is_shown_but_scored_only_once_settled(
     }
     [item] = announced
     assert [a.skill_name for a in item.activations] == ["csv-summary"]
+    assert [a.settled for a in embedded_store.list_activations("p")] == [True]
     assert {k: done[k] for k in ("unsettled_sessions", "settled_incomplete")} == {
         "unsettled_sessions": 0,
         "settled_incomplete": 1,

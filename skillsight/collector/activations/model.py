@@ -129,3 +129,9 @@ class Activation(BaseModel):
         description="when this version of the record was rebuilt (ISO 8601, UTC); a session "
         "rebuilt on late rows replaces it, and each evaluation names the rebuild it scored",
     )
+    settled: bool = Field(
+        default=True,
+        description="false while its session is incomplete (still running, or its root span "
+        "late): a provisional rebuild, shown but not scored until the session completes or "
+        "settles",
+    )

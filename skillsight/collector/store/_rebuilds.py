@@ -133,9 +133,13 @@ def trajectory_json(trajectory: BaseModel) -> str:
     return json.dumps(trajectory.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
 
 
-def _activation_values(project_id: str, item: Activation, stamp: int) -> dict[str, Any]:
+def _activation_values(
+    project_id: str, item: Activation, stamp: int, settled: bool
+) -> dict[str, Any]:
     # The record is stored under the project it was written for, whatever the algorithm set.
-    record = item.model_copy(update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp)})
+    record = item.model_copy(
+        update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp), "settled": settled}
+    )
     return {
         "project_id": project_id,
         "activation_id": record.activation_id,
@@ -163,7 +167,7 @@ def _activation_values(project_id: str, item: Activation, stamp: int) -> dict[st
 def activation_table(items: Sequence[tuple[SessionRebuild, int]]) -> pa.Table:
     """Activation rows of several session rebuilds, each with its stamp."""
     rows = [
-        _activation_values(item.project_id, activation, stamp)
+        _activation_values(item.project_id, activation, stamp, item.settled)
         for item, stamp in items
         for activation in item.rebuilt.activations
     ]
