@@ -145,6 +145,7 @@ def test_the_cli_reads_the_service(
     positions = [text.find(part) for part in timeline]
     assert -1 not in positions, [p for p, at in zip(timeline, positions, strict=True) if at < 0]
     assert positions == sorted(positions), text
+    assert "provisional" not in text  # a complete session's activation is settled
 
     exported = tmp_path / "session.json"
     result = runner.invoke(

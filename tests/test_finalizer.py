@@ -20,7 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
+from rich.console import Console
 
+from skillsight.cli._activations_view import print_activation
 from skillsight.collector import otlp
 from skillsight.collector.finalizer import ActivationsReady, Finalizer
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
@@ -631,6 +633,9 @@ def _announced_after_provisional(
             assert [(a.skill_name, a.settled) for a in store.list_activations("p")] == [
                 ("csv-summary", False)  # shown, marked as such
             ]
+            console = Console(record=True, width=200)
+            print_activation(console, store.list_activations("p")[0])
+            assert "provisional: the session is still incomplete" in console.export_text()
             assert store.rebuilt_sessions(0) == []  # nor to evaluation workers
             if then is not None:
                 then(root)

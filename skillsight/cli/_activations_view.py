@@ -157,7 +157,8 @@ def print_activation(console: Console, a: Activation) -> None:
     )
     console.print(
         f"[dim]session[/] {escape(a.session_id)}  [dim]trace[/] {a.trace_id}  "
-        f"[dim]agent[/] {escape(a.agent or '?')}  [dim]outcome[/] {a.outcome}",
+        f"[dim]agent[/] {escape(a.agent or '?')}  [dim]outcome[/] {a.outcome}"
+        + ("" if a.settled else "  [yellow]provisional: the session is still incomplete[/]"),
         highlight=False,
     )
     if a.contract is not None:
