@@ -295,6 +295,17 @@ def _start_ns(request: dict[str, Any]) -> int:
     return int(request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["timeUnixNano"])
 
 
+def _send_held_back(server: RunningServer, project: str, requests: list[dict[str, Any]]) -> None:
+    """Send a session that is not complete yet; wait until the finalizer holds it back."""
+    _send(server, project, requests)
+    server.wait_written()
+    deadline = time.monotonic() + 30
+    while _rebuild_state(server)["incomplete_sessions"] == 0:
+        assert time.monotonic() < deadline, _rebuild_state(server)
+        time.sleep(0.05)
+    assert _get(server, project, f"/api/v1/trajectories/{SESSION}").status_code == 404
+
+
 def test_a_session_waits_for_its_root_span(
     server: RunningServer, clean: tuple[list[dict[str, Any]], dict[str, Any]]
 ) -> None:
@@ -304,13 +315,7 @@ def test_a_session_waits_for_its_root_span(
         r for r in requests if "resourceSpans" in r and _span_name(r) == "claude_code.interaction"
     ]
     assert len(root) == 1
-    _send(server, "rootless", [r for r in requests if r not in root])
-    server.wait_written()
-    deadline = time.monotonic() + 30
-    while _rebuild_state(server)["incomplete_sessions"] == 0:
-        assert time.monotonic() < deadline, _rebuild_state(server)
-        time.sleep(0.05)
-    assert _get(server, "rootless", f"/api/v1/trajectories/{SESSION}").status_code == 404
+    _send_held_back(server, "rootless", [r for r in requests if r not in root])
     assert _get(server, "rootless", "/api/v1/activations").json() == []
     before = _rebuild_state(server)["sessions_rebuilt"]
     _send(server, "rootless", root)
@@ -329,13 +334,7 @@ def test_a_session_waits_for_the_log_events_of_its_model_requests(
     last = max((r for r in spans if _span_name(r) == "claude_code.llm_request"), key=_start_ns)
     held = [r for r in requests if _is_response(r) and _request_id(r) == _request_id(last)]
     assert held  # its api_request and assistant_response
-    _send(server, "late-logs", [r for r in requests if r not in held])
-    server.wait_written()
-    deadline = time.monotonic() + 30
-    while _rebuild_state(server)["incomplete_sessions"] == 0:
-        assert time.monotonic() < deadline, _rebuild_state(server)
-        time.sleep(0.05)
-    assert _get(server, "late-logs", f"/api/v1/trajectories/{SESSION}").status_code == 404
+    _send_held_back(server, "late-logs", [r for r in requests if r not in held])
     before = _rebuild_state(server)["sessions_rebuilt"]
     _send(server, "late-logs", held)
     _wait_idle(server, before)
