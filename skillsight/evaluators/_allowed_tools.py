@@ -19,14 +19,21 @@ class AllowedToolsEvaluator(Evaluator):
     summary = "tool calls stay inside the skill's declared allowed-tools"
 
     def __init__(self) -> None:
-        # Parsing a declaration is cheap but not free; skills repeat across activations.
-        self._parsed: dict[tuple[str, ...], AllowedTools] = {}
+        # Per declaration (skills repeat across activations): the parsed rules, the declaration
+        # as the reason shows it, and the note on invalid patterns.
+        self._parsed: dict[tuple[str, ...], tuple[AllowedTools, str, str]] = {}
 
-    def _permissions(self, declared: list[str]) -> AllowedTools:
+    def _permissions(self, declared: list[str]) -> tuple[AllowedTools, str, str]:
         key = tuple(declared)
         parsed = self._parsed.get(key)
         if parsed is None:
-            parsed = AllowedTools.parse(declared)
+            permissions = AllowedTools.parse(declared)
+            if permissions.problems:
+                shown = "; ".join(f"{p.pattern!r}: {p.message}" for p in permissions.problems)
+                problems = f" (invalid patterns allow nothing: {shown})"
+            else:
+                problems = ""
+            parsed = (permissions, " ".join(declared), problems)
             if len(self._parsed) < 10_000:
                 self._parsed[key] = parsed
         return parsed
@@ -47,36 +54,35 @@ class AllowedToolsEvaluator(Evaluator):
                 "unconstrained",
                 f"the skill declares no allowed-tools; {len(calls)} calls unconstrained",
             )
-        permissions = self._permissions(declared)
+        permissions, shown, problems = self._permissions(declared)
         cwd = workspace_of(activation, context)
-        findings = []
-        for call in calls:
-            verdict = permissions.check(call.name, arguments(call), cwd=cwd)
-            if not verdict.allowed:
-                findings.append(
-                    Finding(
-                        kind="tool_not_allowed",
-                        message=verdict.reason,
-                        step_id=call.step_id,
-                        tool_call_id=call.tool_call_id,
-                        severity="high",
-                        detail={"tool": call.name, "declared": list(declared)},
-                    )
-                )
-        if permissions.problems:
-            shown = "; ".join(f"{p.pattern!r}: {p.message}" for p in permissions.problems)
-            problems = f" (invalid patterns allow nothing: {shown})"
-        else:
-            problems = ""
         if not calls:
             return self.result(activation, 1.0, "conformant", "no tool calls" + problems)
-        score = 1.0 - len(findings) / len(calls)
+        allows = permissions.allows
+        findings = []
+        for call in calls:
+            args = arguments(call)
+            if allows(call.name, args, cwd=cwd):
+                continue
+            # Only a violation needs the verdict's explanation.
+            verdict = permissions.check(call.name, args, cwd=cwd)
+            findings.append(
+                Finding(
+                    kind="tool_not_allowed",
+                    message=verdict.reason,
+                    step_id=call.step_id,
+                    tool_call_id=call.tool_call_id,
+                    severity="high",
+                    detail={"tool": call.name, "declared": list(declared)},
+                )
+            )
         if not findings:
-            reason = f"all {len(calls)} calls inside allowed-tools {' '.join(declared)}"
-            return self.result(activation, score, "conformant", reason + problems)
+            reason = f"all {len(calls)} calls inside allowed-tools {shown}"
+            return self.result(activation, 1.0, "conformant", reason + problems)
+        score = 1.0 - len(findings) / len(calls)
         tools = sorted({f.detail["tool"] for f in findings})
         reason = (
             f"{len(findings)} of {len(calls)} calls outside allowed-tools "
-            f"{' '.join(declared)}: {', '.join(tools)}" + problems
+            f"{shown}: {', '.join(tools)}" + problems
         )
         return self.result(activation, score, "violation", reason, findings)

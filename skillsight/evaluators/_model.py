@@ -1,7 +1,13 @@
 """What an evaluator returns: a score in [0, 1] with its reason, evidence and typed findings.
 
-Plain frozen dataclasses rather than pydantic models: deterministic evaluators produce tens of
-thousands of these per second, and building them must cost next to nothing.
+Plain slotted dataclasses rather than pydantic models: deterministic evaluators produce tens of
+thousands of these per second, and building them must cost next to nothing. ``Finding`` and
+``Evaluation`` are not ``frozen``: a frozen dataclass sets every field through
+``object.__setattr__``, which made building a 17-field evaluation four times slower (2.4 µs
+against 0.6 µs on the benchmark machine). Treat them as values all the same: nothing changes
+one after the evaluator framework hands it out (it stamps ``latency_ms`` before), and
+``dataclasses.replace`` makes a changed copy. ``Evidence`` stays frozen, since instances of it
+are shared (the empty one by every evaluation that cites nothing).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ NOT_APPLICABLE = "not_applicable"
 ERROR = "error"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
     """One thing an evaluator found, cited by the step and/or tool call it was found in."""
 
@@ -87,13 +93,19 @@ class Evidence:
         for call in tool_call_ids:
             if call:
                 calls[call] = None
+        if not steps and not calls:
+            return NO_EVIDENCE
         return cls(tuple(steps), tuple(calls))
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {"step_ids": list(self.step_ids), "tool_call_ids": list(self.tool_call_ids)}
 
 
-@dataclass(frozen=True, slots=True)
+NO_EVIDENCE = Evidence()
+"""The evidence of an evaluation that cites nothing (shared: ``Evidence`` is frozen)."""
+
+
+@dataclass(slots=True)
 class Evaluation:
     """One evaluator's verdict on one activation.
 
@@ -108,7 +120,7 @@ class Evaluation:
     passed: bool | None
     label: str
     reason: str
-    evidence: Evidence = Evidence()
+    evidence: Evidence = NO_EVIDENCE
     findings: tuple[Finding, ...] = ()
     error: str = ""
     judge_model: str = ""

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -192,10 +192,14 @@ def _rule(pattern: str, tool: str, specifier: str | None) -> ToolRule | PatternP
     return ToolRule(pattern, tool, specifier)
 
 
+# (rules covering a tool, the first unrestricted one, their compiled Bash specifiers)
+_Covering = tuple[tuple[ToolRule, ...], ToolRule | None, tuple[Callable[[str], object], ...]]
+
+
 class AllowedTools:
     """The parsed allowed-tools of a skill; :meth:`check` judges one tool call."""
 
-    __slots__ = ("declared", "problems", "rules")
+    __slots__ = ("_by_tool", "declared", "problems", "rules")
 
     def __init__(
         self,
@@ -207,6 +211,10 @@ class AllowedTools:
         self.rules = tuple(rules)
         self.problems = tuple(problems)
         self.declared = declared
+        # Per tool name: the rules that cover it, the first unrestricted one among them, and
+        # for Bash their compiled specifiers. Evaluators check many calls of few tools against
+        # one parsed declaration.
+        self._by_tool: dict[str, _Covering] = {}
 
     @classmethod
     def parse(cls, patterns: Sequence[str] | str | None) -> AllowedTools:
@@ -267,12 +275,12 @@ class AllowedTools:
         if not self.declared:
             return Verdict(True, None, "the skill declares no allowed-tools: unconstrained")
         args = _arguments(arguments)
-        candidates = [rule for rule in self.rules if rule.covers(tool_name)]
+        candidates, unrestricted, _ = self._covering(tool_name)
         if not candidates:
             return Verdict(False, None, f"no allowed-tools rule names the tool {tool_name}")
-        for rule in candidates:
-            if rule.unrestricted:
-                return Verdict(True, rule.pattern, f"{rule.pattern} allows every {tool_name} call")
+        if unrestricted is not None:
+            rule = unrestricted
+            return Verdict(True, rule.pattern, f"{rule.pattern} allows every {tool_name} call")
         if tool_name == "Bash":
             return _check_bash(candidates, args)
         for rule in candidates:
@@ -283,6 +291,42 @@ class AllowedTools:
         return Verdict(
             False, None, f"{tool_name} call {_describe(tool_name, args)} matches none of {shown}"
         )
+
+    def allows(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        cwd: str | None = None,
+    ) -> bool:
+        """``check(tool_name, arguments, cwd=cwd).allowed`` without explaining the verdict:
+        building the reason costs more than the check for the calls that are allowed."""
+        if tool_name == "Skill" or not self.declared:
+            return True
+        candidates, unrestricted, matchers = self._covering(tool_name)
+        if unrestricted is not None:
+            return True
+        if not candidates:
+            return False
+        args = _arguments(arguments)
+        if tool_name == "Bash":
+            return _bash_allows(matchers, args)
+        return any(_specifier_matches(r, tool_name, args, cwd) is not None for r in candidates)
+
+    def _covering(self, tool_name: str) -> _Covering:
+        found = self._by_tool.get(tool_name)
+        if found is None:
+            candidates = tuple(rule for rule in self.rules if rule.covers(tool_name))
+            unrestricted = next((rule for rule in candidates if rule.unrestricted), None)
+            matchers = tuple(
+                _bash_pattern(rule.specifier).fullmatch
+                for rule in candidates
+                if rule.specifier is not None and tool_name == "Bash"
+            )
+            found = (candidates, unrestricted, matchers)
+            if len(self._by_tool) < 1024:  # tool names come from traffic: bound the memo
+                self._by_tool[tool_name] = found
+        return found
 
 
 def _arguments(arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any] | str | None:
@@ -321,7 +365,7 @@ def _describe(tool_name: str, args: Mapping[str, Any] | str | None) -> str:
     return json.dumps(args, sort_keys=True, default=str)[:200] if args is not None else "()"
 
 
-def _check_bash(rules: list[ToolRule], args: Mapping[str, Any] | str | None) -> Verdict:
+def _check_bash(rules: Sequence[ToolRule], args: Mapping[str, Any] | str | None) -> Verdict:
     command = _argument(args, "command") or ""
     parts = split_commands(command)
     if not parts:
@@ -342,12 +386,35 @@ def _check_bash(rules: list[ToolRule], args: Mapping[str, Any] | str | None) -> 
     return Verdict(True, " ".join(used), f"Bash {what} {command!r} allowed by {' '.join(used)}")
 
 
+def _bash_allows(
+    matchers: tuple[Callable[[str], object], ...], args: Mapping[str, Any] | str | None
+) -> bool:
+    """``_check_bash(rules, args).allowed``, given the rules' compiled specifiers."""
+    parts = split_commands(_argument(args, "command") or "")
+    if not parts:
+        return False
+    for part in parts:
+        part = part.strip()
+        for fullmatch in matchers:
+            if fullmatch(part) is not None:
+                break
+        else:
+            return False
+    return True
+
+
 def bash_matches(specifier: str, command: str) -> bool:
     """Whether one simple ``command`` matches a Bash rule's ``specifier``."""
-    command = command.strip()
+    return _bash_pattern(specifier).fullmatch(command.strip()) is not None
+
+
+@lru_cache(maxsize=4096)
+def _bash_pattern(specifier: str) -> re.Pattern[str]:
+    """A Bash specifier compiled to the regular expression a stripped command must match in
+    full: the specifier is analysed once, not for every command it is checked against."""
     spec = specifier.strip()
     if spec == "*":
-        return True
+        return _ANYTHING
     word_tail = spec.endswith(":*") and not spec.endswith("\\:*")
     if word_tail:
         spec = spec[:-2].rstrip()
@@ -355,12 +422,10 @@ def bash_matches(specifier: str, command: str) -> bool:
     optional_tail = not word_tail and stars == 1 and spec.endswith(" *") and spec[-3:-2] != "\\"
     if optional_tail:
         spec, word_tail = spec[:-2].rstrip(), True
-    return _compiled(spec, word_tail).fullmatch(command) is not None
-
-
-@lru_cache(maxsize=4096)
-def _compiled(spec: str, word_tail: bool) -> re.Pattern[str]:
     return re.compile(_bash_regex(spec) + (r"(?:\s.*)?" if word_tail else ""), re.DOTALL)
+
+
+_ANYTHING = re.compile(".*", re.DOTALL)
 
 
 def _unescaped_stars(spec: str) -> int:
