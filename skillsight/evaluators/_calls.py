@@ -128,7 +128,12 @@ def paths_of(call: ToolCall) -> list[str]:
     args = call_view(call).arguments
     if not isinstance(args, dict):
         return []
-    return [v for k in PATH_KEYS if isinstance(v := args.get(k), str) and v]
+    return paths_in(args)
+
+
+def paths_in(arguments: dict[str, Any]) -> list[str]:
+    """The file paths in a file tool call's parsed arguments."""
+    return [v for k in PATH_KEYS if isinstance(v := arguments.get(k), str) and v]
 
 
 def argument_text(call: ToolCall) -> str:

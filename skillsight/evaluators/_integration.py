@@ -19,12 +19,12 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from skillsight.collector.activations import Activation, ToolCall
-from skillsight.evaluators._calls import FILE_TOOLS, argument_text, command_of
+from skillsight.collector.activations import Activation
+from skillsight.evaluators._calls import FILE_TOOLS, CallView, call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.evaluators._script_execution import expected_scripts, runs_of
+from skillsight.evaluators._script_execution import expected_scripts, runs_among
 
 # Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")
@@ -108,12 +108,13 @@ class IntegrationEvaluator(Evaluator):
         message = activation.integration_message
         # What a file read returns is the input's content, not something the skill produced.
         produced = _union(
-            c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS
+            [c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS]
         )
+        views = [call_view(c) for c in calls]
         if produced and message is not None:
-            # The inputs matter only to what is produced, which only a message can use.
-            produced -= values(activation.request)
-            produced -= _union(argument_text(c) for c in calls)
+            # The inputs matter only to what is produced, which only a message can use; the
+            # request and the arguments are scanned together (the union of their values).
+            produced -= _union([activation.request, *(v.text for v in views)])
         checks: list[tuple[str, bool]] = []
         findings: list[Finding] = []
         used: set[str] = set()
@@ -138,7 +139,7 @@ class IntegrationEvaluator(Evaluator):
                 )
         scripts = expected_scripts(activation, context)
         if scripts:
-            recomputed = self._recompute(activation, context, scripts, calls, message)
+            recomputed = self._recompute(activation, context, scripts, views, message)
             checks.append(("no_recompute", not recomputed))
             findings.extend(recomputed)
         if not checks:
@@ -171,14 +172,15 @@ class IntegrationEvaluator(Evaluator):
         activation: Activation,
         context: EvaluationContext,
         scripts: list[str],
-        calls: list[ToolCall],
+        views: list[CallView],
         message: str | None,
     ) -> list[Finding]:
-        runs = [c for s in scripts for c in runs_of(s, calls)]
+        calls = activation.tool_calls
+        commands = [v.command for v in views]
+        runs = [c for s in scripts for c in runs_among(s, calls, commands)]
         script_calls = {c.tool_call_id for c in runs}
         findings = []
-        for call in calls:
-            command = command_of(call)
+        for call, command in zip(calls, commands, strict=True):
             if command is None or call.tool_call_id in script_calls:
                 continue
             if _inline(command):
@@ -203,8 +205,8 @@ class IntegrationEvaluator(Evaluator):
                 activation.skill_output or "",
                 context.manifest.body if context.manifest else "",
             ]
-            for call in calls:
-                sources += (argument_text(call), call.result or "")
+            for call, view in zip(calls, views, strict=True):
+                sources += (view.text, call.result or "")
             for text in sources:
                 if not unexplained:
                     break

@@ -42,8 +42,18 @@ def _pattern(script: str) -> re.Pattern[str]:
 
 
 def runs_of(script: str, calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls whose shell command runs ``script``."""
+    return runs_among(script, calls, [call_view(call).command for call in calls])
+
+
+def runs_among(script: str, calls: list[ToolCall], commands: list[str | None]) -> list[ToolCall]:
+    """:func:`runs_of`, given each call's shell command (None for other calls)."""
     search = _pattern(script).search
-    return [call for call in calls if (cmd := call_view(call).command) is not None and search(cmd)]
+    return [
+        call
+        for call, command in zip(calls, commands, strict=True)
+        if command is not None and search(command)
+    ]
 
 
 class ScriptExecutionEvaluator(Evaluator):
@@ -67,8 +77,10 @@ class ScriptExecutionEvaluator(Evaluator):
         findings: list[Finding] = []
         ok = 0
         ran_ok: list[str] = []
+        calls = activation.tool_calls
+        commands = [call_view(call).command for call in calls]
         for script in scripts:
-            runs = runs_of(script, activation.tool_calls)
+            runs = runs_among(script, calls, commands)
             good = [r for r in runs if not r.is_error]
             if good:
                 ok += 1

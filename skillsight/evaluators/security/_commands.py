@@ -8,6 +8,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from skillsight.evaluators.security._gate import contains_any
 from skillsight.evaluators.security._roots import Roots
 from skillsight.skills import split_commands
 
@@ -101,8 +102,16 @@ def _outside(target: str, roots: Roots) -> str | None:
     return f"{target} is outside the workspace{'' if roots.known else ' (workspace unknown)'}"
 
 
+# Literals without which _ANY cannot match: the fork bomb and the download piped into a shell
+# need a '|', the device write a '>', the argv checks one of their program names. Most commands
+# hold none, and ``in`` tests cost a fraction of a search that tries four patterns everywhere.
+_PROGRAM_NAMES = ("rm", "git", "mkfs", "mke2fs", "wipefs", "dd", "chmod", "chown", "chgrp")
+
+
 def destructive(command: str, roots: Roots) -> list[CommandFinding]:
     """Destructive operations in one shell command line."""
+    if "|" not in command and ">" not in command and not contains_any(command, _PROGRAM_NAMES):
+        return []
     if _ANY.search(command) is None:
         return []
     return _destructive(command, roots)

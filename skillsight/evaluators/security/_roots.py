@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from skillsight.evaluators._calls import absolute, within
+from skillsight.evaluators._calls import absolute
 from skillsight.evaluators.security._gate import contains_any
 
 # Places whose reading or writing is a finding wherever the workspace is.
@@ -50,6 +50,13 @@ class Roots:
     workspace: str | None
     skill_dir: str | None
     extra: tuple[str, ...] = ()
+    _bounds: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    """Each root and the prefix of what is below it: what :func:`within` derives per call."""
+
+    def __post_init__(self) -> None:
+        roots = (self.workspace, self.skill_dir, *self.extra)
+        bounds = tuple((r, r.rstrip("/") + "/") for r in roots if r)
+        object.__setattr__(self, "_bounds", bounds)
 
     @property
     def known(self) -> bool:
@@ -57,9 +64,12 @@ class Roots:
 
     def allowed(self, path: str) -> bool:
         """Whether normalized absolute ``path`` is in the workspace, the skill folder or one of
-        the extra roots. Temporary directories are not exempt: /tmp holds other people's files
-        too, and a skill has no business deleting them."""
-        return any(within(path, r) for r in (self.workspace, self.skill_dir, *self.extra) if r)
+        the extra roots (:func:`within` one of them). Temporary directories are not exempt:
+        /tmp holds other people's files too, and a skill has no business deleting them."""
+        for root, below in self._bounds:  # noqa: SIM110 - a loop: any() over a generator costs more
+            if path == root or path.startswith(below):
+                return True
+        return False
 
     def resolve(self, path: str) -> str | None:
         """``path`` made absolute against the workspace (None when unresolvable)."""
