@@ -28,7 +28,8 @@ test: $(STAMP)
 
 ## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
 ## ingest, instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
-## LLM judges (with the scheduler's overhead)
+## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
+## generated store is kept in .skillsight/bench-scorecard and reused)
 bench: $(STAMP)
 	$(VENV)/bin/skillsight bench ingest
 	$(VENV)/bin/skillsight bench overhead
@@ -36,6 +37,7 @@ bench: $(STAMP)
 	$(VENV)/bin/skillsight bench eval
 	$(VENV)/bin/skillsight bench eval-latency
 	$(VENV)/bin/skillsight bench judges
+	$(VENV)/bin/skillsight bench scorecard --data .skillsight/bench-scorecard --keep
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

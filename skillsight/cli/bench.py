@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -156,3 +157,51 @@ def bench_eval_latency(
 
 
 bench_app.command("judges")(bench_judges)
+
+
+@bench_app.command("scorecard")
+def bench_scorecard(
+    activations: Annotated[
+        int, typer.Option("--activations", help="Synthetic activations in the store.")
+    ] = 10_000_000,
+    skills: Annotated[int, typer.Option("--skills", help="Skills, with Zipf-like shares.")] = 50,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Folder of the synthetic store (default: a temporary folder).",
+            show_default=False,
+        ),
+    ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            help="Keep the store after the run and reuse it when it holds the same dataset.",
+        ),
+    ] = False,
+    repeat: Annotated[int, typer.Option("--repeat", help="Warm runs per query.")] = 7,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Time skill scorecards (popular and typical skill; 7d, 30d, all) and the gate's read over
+    a synthetic embedded store generated inside ClickHouse (target < 200 ms at 10 million).
+
+    Example: skillsight bench scorecard --activations 10000000 --data /tmp/scorecards --keep
+    """
+    from skillsight.bench.scorecard import run_scorecard_bench
+
+    try:
+        report = run_scorecard_bench(
+            activations=activations,
+            skills=skills,
+            data=data,
+            keep=keep,
+            repeat=repeat,
+            console=console,
+        )
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))

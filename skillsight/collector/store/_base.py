@@ -414,11 +414,11 @@ class Store(ABC):
             "version": version,
             "since": _micros(since),
         }
-        return {
-            "versions": self._rows(queries.SCORECARD_VERSIONS, params),
-            "by_version": self._rows(queries.SCORECARD_BY_VERSION, params),
-            "trend": self._rows(queries.SCORECARD_TREND, params),
-        }
+        out: dict[str, list[dict[str, Any]]] = {"versions": [], "by_version": [], "trend": []}
+        for row in self._rows(queries.SCORECARD, params):
+            kind = _SCORECARD_SETS[int(row["grouping_set"])]
+            out[kind].append({column: row[column] for column in _SCORECARD_COLUMNS[kind]})
+        return out
 
     def evaluations_below(
         self,
@@ -432,7 +432,7 @@ class Store(ABC):
         limit: int = 100,
     ) -> list[dict[str, Any]]:
         """A skill's current evaluations scoring under ``below``, newest activation first."""
-        return self._rows(
+        rows = self._rows(
             queries.SKILL_EVALUATIONS_BELOW,
             {
                 "project": project_id,
@@ -444,6 +444,67 @@ class Store(ABC):
                 "limit": limit,
             },
         )
+        if not rows:
+            return []
+        texts = {
+            _evaluation_key(t): t
+            for t in self._rows(
+                queries.EVALUATION_TEXTS,
+                {
+                    "project": project_id,
+                    "skill": skill,
+                    "activations": sorted({str(r["activation_id"]) for r in rows}),
+                },
+            )
+        }
+        out = []
+        for row in rows:
+            text = texts[_evaluation_key(row)]
+            out.append(
+                {
+                    **{k: row[k] for k in _BELOW_HEAD},
+                    **{k: text[k] for k in _BELOW_TEXTS},
+                    "started_at_us": row["started_at_us"],
+                    "evaluated_at_us": row["evaluated_at_us"],
+                }
+            )
+        return out
+
+
+# Which part of a scorecard each grouping set of queries.SCORECARD is, and its columns.
+_SCORECARD_SETS = {
+    queries.SCORECARD_VERSIONS: "versions",
+    queries.SCORECARD_BY_VERSION: "by_version",
+    queries.SCORECARD_TREND: "trend",
+}
+_AGGREGATES = ("evaluations", "scored", "not_evaluated", "passed", "mean_score", "min_score")
+_SCORECARD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "versions": ("skill_version", "activations", "first_started_us", "last_started_us"),
+    "by_version": (
+        "skill_version",
+        "evaluator",
+        "activations",
+        "first_started_us",
+        "last_started_us",
+        *_AGGREGATES,
+    ),
+    "trend": ("day", "evaluator", "activations", *_AGGREGATES),
+}
+# Columns of an evaluations_below row, before and after its texts.
+_BELOW_HEAD: tuple[str, ...] = (
+    *("activation_id", "session_id", "evaluator", "evaluator_version", "skill_version"),
+    *("score", "passed", "label"),
+)
+_BELOW_TEXTS = ("reason", "evidence_step_ids", "evidence_tool_call_ids", "findings")
+
+
+def _evaluation_key(row: Mapping[str, Any]) -> tuple[str, str, str, int]:
+    return (
+        str(row["activation_id"]),
+        str(row["evaluator"]),
+        str(row["evaluator_version"]),
+        int(row["evaluated_at_us"]),
+    )
 
 
 def _micros(moment: datetime | None) -> int:

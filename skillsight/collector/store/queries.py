@@ -275,28 +275,36 @@ WHERE judge_model != '' AND evaluated_at >= fromUnixTimestamp64Micro({since:Int6
 #
 # The current row of each (activation, evaluator) of one skill: the newest evaluation, whatever
 # evaluator version wrote it, joined to the activation's start (the newest rebuild of it) so
-# windows and trends follow when the skill ran, not when it was scored.
+# windows and trends follow when the skill ran, not when it was scored. Only the columns the
+# scorecard and the gate use go through the deduplication. A window is applied to both sides
+# before deduplicating: a rebuild keeps an activation's start (the id is its trace's and start
+# call's, the start that call's time), so no rebuild row of an activation is in a window that
+# another is not.
 _SKILL_EVALUATIONS = """
     SELECT e.activation_id AS activation_id, e.evaluator AS evaluator,
            e.evaluator_version AS evaluator_version, e.skill_version AS skill_version,
-           e.score AS score, e.passed AS passed, e.label AS label, e.reason AS reason,
-           e.evidence_step_ids AS evidence_step_ids,
-           e.evidence_tool_call_ids AS evidence_tool_call_ids, e.findings AS findings,
+           e.score AS score, e.passed AS passed, e.label AS label,
            e.evaluated_at AS evaluated_at, a.session_id AS session_id, a.started_at AS started_at
     FROM (
-        SELECT * FROM evaluations
+        SELECT activation_id, evaluator, evaluator_version, skill_version, score, passed, label,
+               evaluated_at
+        FROM evaluations
         WHERE project_id = {project:String} AND skill_name = {skill:String}
           AND ({version:String} = '' OR skill_version = {version:String})
+          AND ({since:Int64} = 0 OR activation_id IN (
+            SELECT activation_id FROM activations
+            WHERE project_id = {project:String} AND skill_name = {skill:String}
+              AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')))
         ORDER BY evaluated_at DESC
         LIMIT 1 BY activation_id, evaluator
     ) AS e
     INNER JOIN (
         SELECT activation_id, session_id, started_at FROM activations
         WHERE project_id = {project:String} AND skill_name = {skill:String}
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
         ORDER BY rebuilt_at DESC
         LIMIT 1 BY activation_id
-    ) AS a ON e.activation_id = a.activation_id
-    WHERE a.started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')"""
+    ) AS a ON e.activation_id = a.activation_id"""
 
 _SCORE_AGGREGATES = """
        count() AS evaluations,
@@ -306,44 +314,49 @@ _SCORE_AGGREGATES = """
        avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
        minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
 
-# Per skill version and evaluator; a version's activation count is the number of distinct
-# activations with any evaluation row.
-SCORECARD_BY_VERSION = f"""
-SELECT skill_version, evaluator, uniqExact(activation_id) AS activations,
+# The whole scorecard in one pass over the current rows (three queries read them three times):
+# three grouping sets, told apart by `grouping()` (a bit per grouping column the set leaves
+# out, as in standard SQL). Per skill version (SCORECARD_VERSIONS); per version and evaluator
+# (SCORECARD_BY_VERSION); per UTC day the activations started on and evaluator
+# (SCORECARD_TREND). In a set that names the evaluator an activation has one current row, so
+# the row count is the activation count there.
+SCORECARD_VERSIONS = 3
+SCORECARD_BY_VERSION = 1
+SCORECARD_TREND = 4
+SCORECARD = f"""
+SELECT grouping(skill_version, evaluator, day) AS grouping_set,
+       skill_version, evaluator, toString(toDate(started_at)) AS day,
+       if(grouping_set = {SCORECARD_VERSIONS}, uniqExact(activation_id), count()) AS activations,
        toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
        toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
 FROM ({_SKILL_EVALUATIONS})
-GROUP BY skill_version, evaluator
-ORDER BY last_started_us DESC, skill_version, evaluator"""
-
-SCORECARD_VERSIONS = f"""
-SELECT skill_version, uniqExact(activation_id) AS activations,
-       toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
-       toUnixTimestamp64Micro(max(started_at)) AS last_started_us
-FROM ({_SKILL_EVALUATIONS})
-GROUP BY skill_version
-ORDER BY last_started_us DESC, skill_version"""
-
-# Per UTC day the activations started on, and evaluator.
-SCORECARD_TREND = f"""
-SELECT toString(toDate(started_at)) AS day, evaluator, uniqExact(activation_id) AS activations,
-       {_SCORE_AGGREGATES}
-FROM ({_SKILL_EVALUATIONS})
-GROUP BY day, evaluator
-ORDER BY day, evaluator"""
+GROUP BY GROUPING SETS ((skill_version), (skill_version, evaluator), (day, evaluator))
+ORDER BY grouping_set, day, if(grouping_set = {SCORECARD_TREND}, 0, last_started_us) DESC,
+         skill_version, evaluator"""
 
 # The current evaluations of a skill scoring below a bound (the gate's failing activations),
-# newest activation first.
+# newest activation first, without their texts: EVALUATION_TEXTS reads those for the few rows
+# kept, rather than carrying every row's reason and findings through the deduplication.
 SKILL_EVALUATIONS_BELOW = f"""
 SELECT activation_id, session_id, evaluator, evaluator_version, skill_version, score, passed,
-       label, reason, evidence_step_ids, evidence_tool_call_ids, findings,
-       toUnixTimestamp64Micro(started_at) AS started_at_us,
+       label, toUnixTimestamp64Micro(started_at) AS started_at_us,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM ({_SKILL_EVALUATIONS})
 WHERE ({{evaluator:String}} = '' OR evaluator = {{evaluator:String}})
   AND score IS NOT NULL AND score < {{below:Float64}}
 ORDER BY started_at_us DESC, activation_id, evaluator
 LIMIT {{limit:UInt32}}"""
+
+# Reason, evidence and findings of some evaluation rows of a skill, by their activations; the
+# caller picks each row by (activation, evaluator, version, evaluated_at).
+EVALUATION_TEXTS = """
+SELECT activation_id, evaluator, evaluator_version,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us, reason, evidence_step_ids,
+       evidence_tool_call_ids, findings
+FROM evaluations
+WHERE project_id = {project:String} AND skill_name = {skill:String}
+  AND activation_id IN {activations:Array(String)}
+LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
 
 # LIST_EVALUATIONS for several activations at once (a page of GET /api/v1/activations).
 LIST_EVALUATIONS_OF = """

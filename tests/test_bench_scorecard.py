@@ -1,0 +1,101 @@
+"""``skillsight bench scorecard`` on a small store: it generates what it is asked for inside
+ClickHouse, times every query, reports them in one structure, and reuses a kept store."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from skillsight.bench.scorecard import run_scorecard_bench, skill_names, zipf_counts
+from skillsight.errors import SkillsightError
+
+ACTIVATIONS = 3000
+SKILLS = 20
+
+
+def _run(folder: Path, *, keep: bool, activations: int = ACTIVATIONS) -> tuple[dict, str]:
+    out = io.StringIO()
+    report = run_scorecard_bench(
+        activations=activations,
+        skills=SKILLS,
+        data=folder,
+        keep=keep,
+        repeat=2,
+        console=Console(file=out, width=160),
+    )
+    return report, out.getvalue()
+
+
+def test_zipf_counts_add_up_and_fall_with_rank() -> None:
+    counts = zipf_counts(10_000_000, 50)
+    assert sum(counts) == 10_000_000
+    assert counts == sorted(counts, reverse=True)
+    assert 0.2 < counts[0] / 10_000_000 < 0.25  # the popular skill holds about a fifth
+    with pytest.raises(SkillsightError, match="one activation per skill"):
+        zipf_counts(10, 50)
+
+
+def test_the_bench_generates_what_it_was_asked_and_times_every_query(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    report, text = _run(folder, keep=True)
+    counts = zipf_counts(ACTIVATIONS, SKILLS)
+    dataset = report["dataset"]
+    # every activation once, 1% rebuilt a second time; seven evaluators' rows for each, 2% of
+    # them rescored (a second row of the same key)
+    assert dataset["activations"] == ACTIVATIONS
+    assert ACTIVATIONS < dataset["activation_rows"] < ACTIVATIONS * 1.03
+    assert dataset["evaluation_keys"] == 7 * ACTIVATIONS
+    assert 7 * ACTIVATIONS < dataset["evaluation_rows"] < 7 * ACTIVATIONS * 1.05
+    assert dataset["per_skill"] == dict(zip(skill_names(SKILLS), counts, strict=True))
+    assert dataset["reused"] is False and dataset["generated_s"] > 0
+    names = skill_names(SKILLS)
+    assert report["skills"] == {
+        "popular": {
+            "name": names[0],
+            "activations": counts[0],
+            "share": round(counts[0] / ACTIVATIONS, 4),
+        },
+        "typical": {
+            "name": names[SKILLS // 2],
+            "activations": counts[SKILLS // 2],
+            "share": round(counts[SKILLS // 2] / ACTIVATIONS, 4),
+        },
+    }
+    assert [(q["query"], q["skill"], q["window"]) for q in report["queries"]] == [
+        (query, role, window)
+        for role in ("popular", "typical")
+        for query, window in (
+            ("scorecard", "7d"),
+            ("scorecard", "30d"),
+            ("scorecard", "all"),
+            ("gate_below", "30d"),
+        )
+    ]
+    by_key = {(q["query"], q["skill"], q["window"]): q for q in report["queries"]}
+    # over all time the scorecard counts every generated activation of the skill; windows fewer
+    for role in ("popular", "typical"):
+        scored = [by_key[("scorecard", role, w)]["activations"] for w in ("7d", "30d", "all")]
+        assert scored[0] < scored[1] < scored[2] == report["skills"][role]["activations"]
+    # the gate finds the popular skill's security failures (2%), at most its page of 20
+    assert 0 < by_key[("gate_below", "popular", "30d")]["rows"] <= 20
+    for q in report["queries"]:
+        assert 0 < q["median_ms"] <= q["p95_ms"]
+        assert q["cold_ms"] > 0
+    assert "scorecard queries over 3,000 activations" in text
+    assert "the 200 ms target" in text
+
+    again, text = _run(folder, keep=True)
+    assert again["dataset"] | {"reused": False} == dataset
+    assert again["dataset"]["reused"] is True and "reusing 3,000 activations" in text
+    with pytest.raises(SkillsightError, match="pass another --data folder"):
+        _run(folder, keep=True, activations=ACTIVATIONS + 1)
+
+
+def test_without_keep_the_store_is_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+    report, _ = _run(folder, keep=False, activations=200)
+    assert report["dataset"]["activations"] == 200
+    assert list(folder.iterdir()) == []  # its own temporary folder inside --data is gone
