@@ -28,6 +28,68 @@ def command(program: str, args: list[str]) -> str:
 
 # -- properties -------------------------------------------------------------------------------
 
+PATTERNS = [
+    "Bash",
+    "Bash(*)",
+    "Bash(git:*)",
+    "Bash(ls *)",
+    "Bash(ls*)",
+    "Bash(git * main)",
+    "Bash(rm -rf \\*)",
+    "Bash(cat .env)",
+    "Read",
+    "Read(./data/**)",
+    "Edit(/src/**)",
+    "Write(//tmp/**)",
+    "Glob(*.csv)",
+    "WebFetch(domain:*.example.com)",
+    "Task(explore)",
+    "mcp__db",
+    "mcp__github__*",
+    "mcp__x__y",
+    "Other(a*)",
+    "Bash()",
+    "Read(",
+    "mcp__x(y)",
+]
+TOOLS = ["Bash", "Read", "Write", "Edit", "Glob", "Grep", "LS", "WebFetch", "Task", "Agent"]
+TOOLS += ["mcp__db__query", "mcp__github__get_issue", "mcp__x__y", "Skill", "Other"]
+PATHS = ["data/a.csv", "/w/data/b.csv", "/src/x.py", "/tmp/y", "~/z", "../up", "/etc/passwd"]
+URLS = ["https://docs.example.com/a", "https://example.com", "not a url"]
+simple = st.builds(command, st.sampled_from(["git", "ls", "lsof", "rm", "cat", "echo"]), arguments)
+compound = st.builds(lambda a, op, b: a + op + b, simple, operator, simple)
+
+
+@fast
+@given(
+    declared=st.none() | st.lists(st.sampled_from(PATTERNS), max_size=4),
+    tool_name=st.sampled_from(TOOLS),
+    shell=st.one_of(simple, compound, st.just(""), st.sampled_from(["cat .env", "rm -rf *"])),
+    path=st.sampled_from(PATHS),
+    url=st.sampled_from(URLS),
+    agent=st.sampled_from(["explore", "general"]),
+)
+def test_allows_is_the_verdict_of_check_without_its_explanation(
+    declared: list[str] | None, tool_name: str, shell: str, path: str, url: str, agent: str
+) -> None:
+    permissions = AllowedTools.parse(declared)
+    args = {"command": shell, "file_path": path, "url": url, "subagent_type": agent, "q": "a1"}
+    for _ in range(2):  # the second time from what the first remembered of the tool
+        verdict = permissions.check(tool_name, args, cwd="/w")
+        assert permissions.allows(tool_name, args, cwd="/w") is verdict.allowed
+
+
+def test_a_bash_specifier_is_compiled_once_however_many_commands_it_judges() -> None:
+    from skillsight.skills._allowed_tools import _bash_pattern
+
+    spec = "python3 scripts/only_in_this_test.py:*"
+    compiled = _bash_pattern.cache_info().misses
+    allowed = AllowedTools.parse([f"Bash({spec})"])
+    commands = [f"python3 scripts/only_in_this_test.py in_{n}.csv" for n in range(20)]
+    assert [allowed.check("Bash", {"command": c}).allowed for c in commands] == [True] * 20
+    assert [allowed.allows("Bash", {"command": c + "; ls"}) for c in commands] == [False] * 20
+    assert _bash_pattern.cache_info().misses == compiled + 1
+
 
 @fast
 @given(prefix=st.lists(word, min_size=1, max_size=2), args=arguments)

@@ -36,12 +36,15 @@ from skillsight.evaluators._calls import (
     call_view,
     command_of,
     paths_of,
+    within,
 )
 from skillsight.evaluators._integration import (
     _FILE,
     _INLINE,
     _NUMBER,
+    _files,
     _inline,
+    _numbers,
     _union,
     files,
     numbers,
@@ -306,6 +309,27 @@ def test_a_call_group_fails_the_joint_gates_only_when_no_call_has_a_finding(
         assert may_be_sensitive(joined)
 
 
+PLACES = ["/", "/home/dev", "/home/dev/project", "/home/dev/project/", "/home/dev/projectx"]
+PLACES += ["/home/dev/project/.claude/skills/s", "/home/dev/project/.claude/skills/s/a.py"]
+PLACES += ["/tmp", "/tmp/", "/tmp/x", "/var/cache", "/var/cache/app-1", "", "/var/cachex"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.none(), st.sampled_from(PLACES)),
+    st.one_of(st.none(), st.sampled_from(PLACES)),
+    st.lists(st.sampled_from(PLACES), max_size=3),
+    st.sampled_from(PLACES),
+)
+def test_roots_allow_a_path_exactly_when_it_is_within_one_of_them(
+    workspace: str | None, folder: str | None, extra: list[str], path: str
+) -> None:
+    roots = Roots(workspace=workspace, skill_dir=folder, extra=tuple(extra))
+    want = any(within(path, r) for r in (workspace, folder, *extra) if r)
+    assert roots.allowed(path) is want
+    assert roots == Roots(workspace, folder, tuple(extra))  # the prefixes are no part of it
+
+
 # --- integration_heuristic and skill_selection -----------------------------------------------
 
 
@@ -323,22 +347,27 @@ def reference_values(text: str) -> frozenset[str]:
 
 
 def _value_views(text: str) -> tuple[Any, ...]:
-    return numbers(text), files(text) | numbers(text), values(text), _inline(text)
+    # numbers and file names apart (as integration_heuristic keeps them), and together
+    apart = (_numbers(text), _files(text))
+    return numbers(text), files(text) | numbers(text), values(text), _inline(text), apart
+
+
+def _value_references(text: str) -> tuple[Any, ...]:
+    want = reference_values(text)
+    names = frozenset(m for m in _FILE.findall(text) if not m[0].isdigit())
+    apart = (reference_numbers(text), names)
+    return reference_numbers(text), want, want, _INLINE.search(text) is not None, apart
 
 
 def test_value_extraction_matches_its_definition_on_the_corpus() -> None:
     for text in corpus():
-        want = reference_values(text)
-        inline = _INLINE.search(text) is not None
-        assert _value_views(text) == (reference_numbers(text), want, want, inline), text
+        assert _value_views(text) == _value_references(text), text
 
 
 @settings(max_examples=400, deadline=None)
 @given(TEXT)
 def test_value_extraction_matches_its_definition_on_generated_text(text: str) -> None:
-    want = reference_values(text)
-    inline = _INLINE.search(text) is not None
-    assert _value_views(text) == (reference_numbers(text), want, want, inline)
+    assert _value_views(text) == _value_references(text)
 
 
 @settings(max_examples=300, deadline=None)

@@ -202,6 +202,26 @@ def test_run_evaluators_is_deterministic_and_times_each_evaluation() -> None:
     assert all(e.latency_ms > 0 for e in first)
 
 
+def test_each_evaluation_carries_its_evaluators_share_of_the_batch_time() -> None:
+    acts = [
+        activation(
+            [bash(1, f"python3 scripts/summarize_csv.py data/{n}.csv")], activation_id=f"a{n}"
+        )
+        for n in range(4)
+    ]
+    scored = run_evaluators(acts, names=["allowed_tools", "security"])
+    # grouped by activation, in the order asked for
+    assert [(e.activation_id, e.evaluator) for e in scored] == [
+        (f"a{n}", name) for n in range(4) for name in ("allowed_tools", "security")
+    ]
+    shares = {
+        e.evaluator: {x.latency_ms for x in scored if x.evaluator == e.evaluator} for e in scored
+    }
+    assert all(len(share) == 1 and min(share) > 0 for share in shares.values()), shares
+    # scored alone, outside a batch, an evaluation is not timed
+    assert SecurityEvaluator().evaluate(acts[0]).latency_ms == 0.0
+
+
 # --- allowed_tools ------------------------------------------------------------------------------
 
 

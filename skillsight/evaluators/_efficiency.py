@@ -13,9 +13,10 @@ times it or more. The score is the mean of the three sub-scores.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from skillsight.collector.activations import Activation
-from skillsight.evaluators._baseline import total_tokens
+from skillsight.evaluators._baseline import Baseline, total_tokens
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
@@ -36,6 +37,17 @@ def log_ratio_score(value: float, median: float) -> tuple[float, float]:
     return ratio, min(100.0, max(0.0, ETA - slope * math.log2(ratio))) / 100.0
 
 
+@lru_cache(maxsize=1024)
+def _shown(baseline: Baseline) -> tuple[str, tuple[str, str, str]]:
+    """The parts of the reason that depend on the baseline alone, which many activations share
+    (formatting a float costs about as much as scoring it)."""
+    return f"over {baseline.samples} earlier activations: ", (
+        f"{baseline.tool_calls:g}",
+        f"{baseline.tokens:g}",
+        f"{baseline.duration_ms:g}",
+    )
+
+
 class EfficiencyEvaluator(Evaluator):
     """score = mean of the log-ratio sub-scores of tool calls, tokens and duration."""
 
@@ -48,23 +60,24 @@ class EfficiencyEvaluator(Evaluator):
         baseline = context.baseline
         if baseline is None:
             return self.not_applicable(activation, "no baseline for this skill yet")
+        over, medians = _shown(baseline)
         metrics = (
-            ("tool_calls", float(len(activation.tool_calls)), baseline.tool_calls),
-            ("tokens", float(total_tokens(activation)), baseline.tokens),
-            ("duration_ms", float(activation.duration_ms), baseline.duration_ms),
+            ("tool_calls", float(len(activation.tool_calls)), baseline.tool_calls, medians[0]),
+            ("tokens", float(total_tokens(activation)), baseline.tokens, medians[1]),
+            ("duration_ms", float(activation.duration_ms), baseline.duration_ms, medians[2]),
         )
         subs: list[str] = []
         findings: list[Finding] = []
         total = 0.0
-        for metric, value, median in metrics:
+        for metric, value, median, shown in metrics:
             ratio, sub = log_ratio_score(value, median)
             total += sub
-            subs.append(f"{metric} {value:g} vs median {median:g} (x{ratio:.2f}) -> {sub:.3f}")
+            subs.append(f"{metric} {value:g} vs median {shown} (x{ratio:.2f}) -> {sub:.3f}")
             if sub < self.threshold:
                 findings.append(
                     Finding(
                         kind="over_baseline",
-                        message=f"{metric} {value:g} is x{ratio:.2f} the skill's median {median:g}",
+                        message=f"{metric} {value:g} is x{ratio:.2f} the skill's median {shown}",
                         step_id=activation.trigger_step_id,
                         tool_call_id=activation.trigger_call_id,
                         severity="low",
@@ -84,7 +97,7 @@ class EfficiencyEvaluator(Evaluator):
             label = "costlier"
         else:
             label = "wasteful"
-        reason = f"over {baseline.samples} earlier activations: " + "; ".join(subs)
+        reason = over + "; ".join(subs)
         return self.result(
             activation,
             score,

@@ -57,9 +57,12 @@ def _inline(command: str) -> bool:
 def _numbers(text: str) -> set[str]:
     found: set[str] = set()
     for raw in _NUMBER.findall(text):
-        if "," in raw or "." in raw:
-            clean = raw.replace(",", "")
-            found.add(clean.rstrip("0").rstrip(".") if "." in clean else clean)
+        if "." in raw:
+            if "," in raw:
+                raw = raw.replace(",", "")
+            found.add(raw.rstrip("0").rstrip("."))
+        elif "," in raw:
+            found.add(raw.replace(",", ""))
         else:
             found.add(raw)
     return found
@@ -85,6 +88,12 @@ def values(text: str) -> frozenset[str]:
     return numbers(text) | files(text)
 
 
+def _files(text: str) -> set[str]:
+    if _DOT_LETTER.search(text) is None:
+        return set()
+    return {m for m in _FILE.findall(text) if not m[0].isdigit()}
+
+
 def _union(texts: Iterable[str]) -> set[str]:
     """The values of several texts: one scan of them joined by newlines, which no number or
     file name spans and which bounds them as the start and end of a text do."""
@@ -107,19 +116,31 @@ class IntegrationEvaluator(Evaluator):
         calls = activation.tool_calls
         message = activation.integration_message
         # What a file read returns is the input's content, not something the skill produced.
-        produced = _union(
+        # Numbers and file names are kept apart (a file name holds a letter, a number none):
+        # texts compared with the produced values are then scanned only for the kinds there are.
+        made = "\n".join(
             [c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS]
         )
+        produced_numbers, produced_files = _numbers(made), _files(made)
         views = [call_view(c) for c in calls]
-        if produced and message is not None:
+        if message is not None and (produced_numbers or produced_files):
             # The inputs matter only to what is produced, which only a message can use; the
             # request and the arguments are scanned together (the union of their values).
-            produced -= _union([activation.request, *(v.text for v in views)])
+            inputs = "\n".join([activation.request, *(v.text for v in views)])
+            if produced_numbers:
+                produced_numbers -= _numbers(inputs)
+            if produced_files:
+                produced_files -= _files(inputs)
+        produced = produced_numbers | produced_files
         checks: list[tuple[str, bool]] = []
         findings: list[Finding] = []
         used: set[str] = set()
         if message is not None and produced:
-            used = _union((message, *context.later_messages)) & produced
+            said = "\n".join((message, *context.later_messages))
+            if produced_numbers:
+                used = _numbers(said) & produced_numbers
+            if produced_files:
+                used |= _files(said) & produced_files
             checks.append(("reference", bool(used)))
             if not used:
                 findings.append(

@@ -40,8 +40,14 @@ class ToolErrorsEvaluator(Evaluator):
         bad: set[int] = set()
         succeeded: dict[tuple[str, str], ToolCall] = {}
         last_failed: dict[str, tuple[ToolCall, tuple[str, str]]] = {}
+        # Keys are compared only between calls of one tool: a call whose tool occurs once needs
+        # no canonical encoding of its arguments (the costly part), any stand-in key will do.
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for call in calls:
+            (repeated if call.name in seen else seen).add(call.name)
         for index, call in enumerate(calls):
-            key = call_key(call)
+            key = call_key(call) if call.name in repeated else (call.name, "")
             failed = last_failed.pop(call.name, None)
             if failed is not None:
                 failed_before, failed_key = failed
