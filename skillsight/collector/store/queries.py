@@ -295,14 +295,14 @@ _SKILL_EVALUATIONS = """
             SELECT activation_id FROM activations
             WHERE project_id = {project:String} AND skill_name = {skill:String}
               AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')))
-        ORDER BY evaluated_at DESC
+        ORDER BY activation_id, evaluator, evaluated_at DESC
         LIMIT 1 BY activation_id, evaluator
     ) AS e
     INNER JOIN (
         SELECT activation_id, session_id, started_at FROM activations
         WHERE project_id = {project:String} AND skill_name = {skill:String}
           AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-        ORDER BY rebuilt_at DESC
+        ORDER BY started_at, activation_id, rebuilt_at DESC
         LIMIT 1 BY activation_id
     ) AS a ON e.activation_id = a.activation_id"""
 
