@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import json
+import posixpath
 import re
 import shlex
 import statistics
@@ -31,6 +32,7 @@ from skillsight.evaluators import Baseline, RollingBaseline
 from skillsight.evaluators._calls import (
     _VIEWS,
     CallView,
+    absolute,
     argument_text,
     arguments,
     call_view,
@@ -328,6 +330,19 @@ def test_roots_allow_a_path_exactly_when_it_is_within_one_of_them(
     want = any(within(path, r) for r in (workspace, folder, *extra) if r)
     assert roots.allowed(path) is want
     assert roots == Roots(workspace, folder, tuple(extra))  # the prefixes are no part of it
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.lists(st.sampled_from(["", ".", "..", "a", ".x", "b.", "...", "c d", "~"]), max_size=5),
+    st.sampled_from([None, "/w", "/w/x/"]),
+)
+def test_an_absolute_path_is_normalized_as_normpath_does(
+    slashes: int, segments: list[str], cwd: str | None
+) -> None:
+    path = "/" * slashes + "/".join(segments)
+    assert absolute(path, cwd) == posixpath.normpath(path)
 
 
 # --- integration_heuristic and skill_selection -----------------------------------------------

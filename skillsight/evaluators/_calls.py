@@ -194,4 +194,7 @@ def absolute(path: str, cwd: str | None) -> str | None:
         if cwd is None:
             return None
         path = posixpath.join(cwd, path)
+    elif "//" not in path and "/." not in path and not path.endswith("/"):
+        # no empty, '.' or '..' segment and no trailing slash: normpath would return it as is
+        return path
     return posixpath.normpath(path)

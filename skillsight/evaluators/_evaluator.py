@@ -133,8 +133,8 @@ class Evaluator(ABC):
             label=label,
             reason=reason,
             evidence=Evidence.cite(found, step_ids=step_ids, tool_call_ids=tool_call_ids)
-            if found or step_ids or tool_call_ids
-            else NO_EVIDENCE,
+            if found
+            else _cited(step_ids, tool_call_ids),
             findings=found,
             project_id=activation.project_id,
             skill_name=activation.skill_name,
@@ -154,3 +154,23 @@ class Evaluator(ABC):
             skill_name=activation.skill_name,
             skill_version=activation.skill_version,
         )
+
+
+def _cited(step_ids: Iterable[int | None], tool_call_ids: Iterable[str | None]) -> Evidence:
+    """``Evidence.cite(step_ids=..., tool_call_ids=...)`` without findings, in fewer steps for
+    the common case: at most one id of each (a pass citing the decision that loaded the skill),
+    where there is nothing to de-duplicate."""
+    if not step_ids and not tool_call_ids:
+        return NO_EVIDENCE
+    if (
+        isinstance(step_ids, (list, tuple))
+        and isinstance(tool_call_ids, (list, tuple))
+        and len(step_ids) < 2
+        and len(tool_call_ids) < 2
+    ):
+        steps: tuple[int, ...] = (step_ids[0],) if step_ids and step_ids[0] is not None else ()
+        calls: tuple[str, ...] = (tool_call_ids[0],) if tool_call_ids and tool_call_ids[0] else ()
+    else:
+        steps = tuple({step: None for step in step_ids if step is not None})
+        calls = tuple({call: None for call in tool_call_ids if call})
+    return Evidence(steps, calls) if steps or calls else NO_EVIDENCE
