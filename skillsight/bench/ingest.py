@@ -44,9 +44,51 @@ def _poll_wait(left: int, health: dict[str, Any], elapsed: float) -> float:
     return min(_POLL_MAX_S, max(_POLL_MIN_S, left / (written / elapsed) / 2))
 
 
+def _stat(path: Path) -> tuple[str, list[str]]:
+    """A /proc stat file: the command name and the fields after it."""
+    text = path.read_text()
+    head, tail = text.rsplit(")", 1)
+    return head.split("(", 1)[1], tail.split()
+
+
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(Path(f"/proc/{pid}/stat"))[1]
     return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _usage(pid: int) -> dict[str, float]:
+    """User and system CPU-seconds and minor page faults of the process so far."""
+    fields = _stat(Path(f"/proc/{pid}/stat"))[1]
+    return {
+        "user_s": int(fields[11]) / _TICK,
+        "sys_s": int(fields[12]) / _TICK,
+        "minor_faults": float(fields[7]),
+    }
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU-seconds of the process's live threads, summed by thread name.
+
+    ClickHouse names its threads after their pools; Python's threads all carry the
+    interpreter's name. A thread that ended took its time out of this view (not out of the
+    process's total), so the difference between two views is a profile, not an account.
+    """
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name, fields = _stat(task / "stat")
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = name.strip() or "(unnamed)"
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / _TICK
+    return out
+
+
+def _profile(before: dict[str, float], after: dict[str, float], spans: int) -> str:
+    """CPU-seconds per 100,000 spans by thread name, largest first."""
+    per = {k: (v - before.get(k, 0.0)) * 100_000 / spans for k, v in after.items()}
+    shown = sorted(((v, k) for k, v in per.items() if v >= 0.005), reverse=True)
+    return ", ".join(f"{k} {v:.2f}" for v, k in shown)
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -162,6 +204,7 @@ def run_ingest_bench(
         try:
             pid = server.proc.pid
             cpu0 = _cpu_seconds(pid)
+            usage0, threads0 = _usage(pid), _thread_cpu(pid)
             stats = {"retries": 0, "failed_requests": 0}
             lock = threading.Lock()
             shares = [bodies[i::senders] for i in range(senders)]
@@ -187,6 +230,7 @@ def run_ingest_bench(
                 time.sleep(_poll_wait(spans_total - health["written_spans"], health, elapsed))
             committed_s = time.perf_counter() - started
             server_cpu = _cpu_seconds(pid) - cpu0
+            usage1, threads1 = _usage(pid), _thread_cpu(pid)
             counts = server.get("/api/v1/stats")
             peak_rss = _peak_rss_mb(pid)
         finally:
@@ -205,13 +249,17 @@ def run_ingest_bench(
         "committed_spans_per_s": round(stored / committed_s),
         "server_cpu_s": round(server_cpu, 2),
         "committed_spans_per_cpu_s": round(stored / server_cpu) if server_cpu else None,
+        "server_user_s": round(usage1["user_s"] - usage0["user_s"], 2),
+        "server_sys_s": round(usage1["sys_s"] - usage0["sys_s"], 2),
+        "server_minor_faults": int(usage1["minor_faults"] - usage0["minor_faults"]),
+        "cpu_s_per_100k_by_thread": _profile(threads0, threads1, stored or 1),
         "retries_429_503": stats["retries"],
         "failed_requests": stats["failed_requests"],
         "server_peak_rss_mb": round(peak_rss),
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
     }
     for key, value in report.items():
-        console.print(f"  {key:28s} {value}", highlight=False)
+        console.print(f"  {key:28s} {value}", highlight=False, markup=False)
     console.print(
         f"[bold]{report['committed_spans_per_cpu_s']} committed spans/s per core[/] "
         f"({report['committed_spans_per_s']} spans/s wall), {report['spans_lost']} lost",
