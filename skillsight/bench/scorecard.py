@@ -37,7 +37,7 @@ from skillsight.collector.store.synthetic import (
     SyntheticPlan,
     fill_synthetic_scorecards,
     synthetic_counts,
-    synthetic_skill_counts,
+    synthetic_rows,
 )
 from skillsight.errors import SkillsightError
 
@@ -105,7 +105,7 @@ def _dataset(store: Store, folder: Path, plan: SyntheticPlan, console: Console) 
             f"{kept['skills']} skills, not {plan.activations:,} over {len(plan.skills)}: "
             "pass another --data folder or delete that one"
         )
-    if synthetic_counts(store, plan.project_id)["activation_rows"]:
+    if synthetic_rows(store, plan.project_id):
         raise SkillsightError(
             f"{folder} already holds activations of project {plan.project_id!r} but no "
             f"{MANIFEST}: pass an empty --data folder"
@@ -116,8 +116,7 @@ def _dataset(store: Store, folder: Path, plan: SyntheticPlan, console: Console) 
     started = time.perf_counter()
     fill_synthetic_scorecards(store, plan)
     generated_s = time.perf_counter() - started
-    counts = synthetic_counts(store, plan.project_id)
-    per_skill = synthetic_skill_counts(store, plan.project_id)
+    counts, per_skill = synthetic_counts(store, plan.project_id)
     description = {
         "activations": plan.activations,
         "skills": len(plan.skills),

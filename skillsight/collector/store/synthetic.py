@@ -238,30 +238,42 @@ def _evaluator_literal() -> str:
 EVALUATORS = tuple(spec[0] for spec in _EVALUATORS)
 """The evaluator names the workload writes rows for."""
 
-_COUNTS = """
-SELECT (SELECT count() FROM activations WHERE project_id = {project:String}) AS activation_rows,
-       (SELECT uniqExact(activation_id) FROM activations WHERE project_id = {project:String})
-           AS activations,
-       (SELECT count() FROM evaluations WHERE project_id = {project:String}) AS evaluation_rows,
-       (SELECT uniqExact(activation_id, evaluator) FROM evaluations
-        WHERE project_id = {project:String}) AS evaluation_keys"""
-
-_SKILL_COUNTS = """
-SELECT skill_name, uniqExact(activation_id) AS activations
+# Counted a skill at a time: distinct keys over all of 10 million activations' evaluation rows
+# at once would outgrow the store's per-query memory bound.
+_ACTIVATION_COUNTS = """
+SELECT skill_name, count() AS activation_rows, uniqExact(activation_id) AS activations
 FROM activations WHERE project_id = {project:String}
 GROUP BY skill_name ORDER BY activations DESC, skill_name"""
 
+_EVALUATION_COUNTS = """
+SELECT count() AS evaluation_rows, uniqExact(activation_id, evaluator) AS evaluation_keys
+FROM evaluations WHERE project_id = {project:String} AND skill_name = {skill:String}"""
 
-def synthetic_counts(store: Store, project_id: str) -> dict[str, int]:
-    """Rows and distinct keys of a project's activations and evaluations."""
-    row = store.query(_COUNTS, {"project": project_id})[0]
-    return {key: int(value) for key, value in row.items()}
+_ACTIVATION_ROWS = """
+SELECT count() AS activation_rows FROM activations WHERE project_id = {project:String}"""
 
 
-def synthetic_skill_counts(store: Store, project_id: str) -> dict[str, int]:
-    """Distinct activations per skill, the most frequent first."""
-    rows = store.query(_SKILL_COUNTS, {"project": project_id})
-    return {str(r["skill_name"]): int(r["activations"]) for r in rows}
+def synthetic_rows(store: Store, project_id: str) -> int:
+    """Activation rows of a project (0 for a store the workload has not been written to)."""
+    return int(store.query(_ACTIVATION_ROWS, {"project": project_id})[0]["activation_rows"])
+
+
+def synthetic_counts(store: Store, project_id: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Rows and distinct keys of a project's activations and evaluations, and its distinct
+    activations per skill (the most frequent first)."""
+    per_skill: dict[str, int] = {}
+    totals = dict.fromkeys(
+        ("activation_rows", "activations", "evaluation_rows", "evaluation_keys"), 0
+    )
+    for row in store.query(_ACTIVATION_COUNTS, {"project": project_id}):
+        skill = str(row["skill_name"])
+        per_skill[skill] = int(row["activations"])
+        totals["activation_rows"] += int(row["activation_rows"])
+        totals["activations"] += int(row["activations"])
+        params = {"project": project_id, "skill": skill}
+        for key, value in store.query(_EVALUATION_COUNTS, params)[0].items():
+            totals[key] += int(value)
+    return totals, per_skill
 
 
 __all__ = [
@@ -271,5 +283,5 @@ __all__ = [
     "fill_synthetic_scorecards",
     "skill_version",
     "synthetic_counts",
-    "synthetic_skill_counts",
+    "synthetic_rows",
 ]
