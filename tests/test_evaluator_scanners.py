@@ -75,6 +75,7 @@ from skillsight.evaluators.security._secrets import (
     SecretMatch,
     _looks_keylike,
     _looks_random,
+    _shapes,
     may_hold_secrets,
     redact,
 )
@@ -283,6 +284,23 @@ def _security_references(text: str) -> tuple[Any, ...]:
         reference_sensitive(text),
         reference_shell_words(text),
     )
+
+
+# Pieces of every secret shape: prefixes, bodies of the lengths the shapes need, and what may
+# stand before a prefix.
+SHAPE_PIECES = ["sk-", "sk-ant-api03-", "sk-proj-", "sk_live_", "rk_live_", "AKIA", "ASIA"]
+SHAPE_PIECES += ["ghp_", "ghr_", "github_pat_", "xoxb-", "xoxq-", "AIza", "-----BEGIN "]
+SHAPE_PIECES += ["RSA ", "EC ", "PRIVATE KEY", " BLOCK", "-----", "a", "-", "_", ".", " ", "\n"]
+SHAPE_PIECES += ["Zk3mQ9xLp2Vr8Tn4Wy6Bc1DfA7", "ABCDEFGHIJKLMNOP", "0123456789", "K", "\u212a", "é"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(SHAPE_PIECES), max_size=16).map("".join))
+def test_secret_shapes_are_found_where_the_named_alternation_finds_them(text: str) -> None:
+    def spans(matches: Iterator[re.Match[str]]) -> list[tuple[str | None, int, int]]:
+        return [(m.lastgroup, m.start(), m.end()) for m in matches]
+
+    assert spans(_shapes(text)) == spans(_SHAPE.finditer(text))
 
 
 def test_security_scanners_match_their_definitions_on_the_corpus() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from skillsight.evaluators.security._gate import contains_any
@@ -30,6 +31,39 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
 )
 _SHAPE = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _SHAPES))
+# The same alternatives, in the same order, each written to start with a literal character
+# (the look-behind moved after it, widened by that character; the prefix alternations split):
+# ``re`` then jumps between the characters a match can start with ({s, r, A, g, x, -}) instead
+# of trying nine alternatives at every position, and finds where _SHAPE's next match starts.
+_SHAPE_STARTS = re.compile(
+    "|".join(
+        (
+            r"s(?<![\w-]s)k-ant-[a-z]+\d*-[A-Za-z0-9_-]{32,}",
+            r"s(?<![\w-]s)k-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+            r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[0-9A-Z]{16}(?![A-Za-z0-9])",
+            r"g(?<![\w]g)h[pousr]_[A-Za-z0-9]{36}(?![\w])",
+            r"g(?<![\w]g)ithub_pat_[A-Za-z0-9_]{60,}",
+            r"x(?<![\w-]x)ox[abposr]-[A-Za-z0-9-]{10,}",
+            r"A(?<![\w-]A)Iza[0-9A-Za-z_-]{35}(?![\w-])",
+            r"s(?<![\w]s)k_live_[0-9A-Za-z]{24,}",
+            r"r(?<![\w]r)k_live_[0-9A-Za-z]{24,}",
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        )
+    )
+)
+
+
+def _shapes(text: str) -> Iterator[re.Match[str]]:
+    """``_SHAPE.finditer(text)``: each match found by _SHAPE_STARTS, then named by _SHAPE
+    matched at its start (the same alternative wins there, so the same match)."""
+    pos = 0
+    while (start := _SHAPE_STARTS.search(text, pos)) is not None:
+        match = _SHAPE.match(text, start.start())
+        assert match is not None  # the two patterns are one language
+        yield match
+        pos = match.end()
+
+
 # Literal prefixes of the shapes: a text containing none of them (most) is not scanned, since
 # ``in`` runs in C at memory speed while the alternation is tried at every position.
 _ANCHORS = (
@@ -104,7 +138,7 @@ def find_secrets(text: str, lowered: str | None = None) -> list[SecretMatch]:
         return []
     found: list[SecretMatch] = []
     taken: list[tuple[int, int]] = []
-    for match in _SHAPE.finditer(text) if shapes else ():
+    for match in _shapes(text) if shapes else ():
         kind = match.lastgroup or ""
         token = match.group(0)
         if kind == "sk_secret_key" and not _looks_keylike(token[3:]):
