@@ -202,6 +202,29 @@ def test_run_evaluators_is_deterministic_and_times_each_evaluation() -> None:
     assert all(e.latency_ms > 0 for e in first)
 
 
+def test_the_positional_constructor_is_the_keyword_one() -> None:
+    evidence = Evidence((3,), ("t1",))
+    finding = Finding(kind="k", message="m", step_id=3)
+    assert Evaluation.of(
+        "a1", "security", "1", 0.5, False, "unsafe", "why", evidence, (finding,), "p", "s", "v"
+    ) == Evaluation(
+        activation_id="a1",
+        evaluator="security",
+        version="1",
+        score=0.5,
+        passed=False,
+        label="unsafe",
+        reason="why",
+        evidence=evidence,
+        findings=(finding,),
+        project_id="p",
+        skill_name="s",
+        skill_version="v",
+    )
+    with pytest.raises(ValueError, match="outside"):
+        Evaluation.of("a1", "e", "1", 1.5, True, "l", "r", evidence, (), "p", "s", "v")
+
+
 def test_each_evaluation_carries_its_evaluators_share_of_the_batch_time() -> None:
     acts = [
         activation(

@@ -73,8 +73,10 @@ def _parse(args: Any, name: str) -> CallView:
         # String values joined by newlines (nested values as JSON): cheaper than serializing
         # the whole object, and what the scanners need.
         text = "\n".join(
-            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-            for v in args.values()
+            [
+                v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+                for v in args.values()
+            ]
         )
     else:
         text = json.dumps(args, ensure_ascii=False, default=str)

@@ -124,35 +124,37 @@ class Evaluator(ABC):
             score = round(score, 6)
         else:
             score = 0.0
-        return Evaluation(
-            activation_id=activation.activation_id,
-            evaluator=self.name,
-            version=self.version,
-            score=score,
-            passed=score >= self.threshold,
-            label=label,
-            reason=reason,
-            evidence=Evidence.cite(found, step_ids=step_ids, tool_call_ids=tool_call_ids)
+        return Evaluation.of(
+            activation.activation_id,
+            self.name,
+            self.version,
+            score,
+            score >= self.threshold,
+            label,
+            reason,
+            Evidence.cite(found, step_ids=step_ids, tool_call_ids=tool_call_ids)
             if found
             else _cited(step_ids, tool_call_ids),
-            findings=found,
-            project_id=activation.project_id,
-            skill_name=activation.skill_name,
-            skill_version=activation.skill_version,
+            found,
+            activation.project_id,
+            activation.skill_name,
+            activation.skill_version,
         )
 
     def not_applicable(self, activation: Activation, reason: str) -> Evaluation:
-        return Evaluation(
-            activation_id=activation.activation_id,
-            evaluator=self.name,
-            version=self.version,
-            score=None,
-            passed=None,
-            label=NOT_APPLICABLE,
-            reason=reason,
-            project_id=activation.project_id,
-            skill_name=activation.skill_name,
-            skill_version=activation.skill_version,
+        return Evaluation.of(
+            activation.activation_id,
+            self.name,
+            self.version,
+            None,
+            None,
+            NOT_APPLICABLE,
+            reason,
+            NO_EVIDENCE,
+            (),
+            activation.project_id,
+            activation.skill_name,
+            activation.skill_version,
         )
 
 

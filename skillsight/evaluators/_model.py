@@ -187,6 +187,44 @@ class Evaluation:
         }
 
     @classmethod
+    def of(
+        cls,
+        activation_id: str,
+        evaluator: str,
+        version: str,
+        score: float | None,
+        passed: bool | None,
+        label: str,
+        reason: str,
+        evidence: Evidence,
+        findings: tuple[Finding, ...],
+        project_id: str,
+        skill_name: str,
+        skill_version: str,
+    ) -> Evaluation:
+        """A deterministic evaluation (no judge fields, no latency yet), built with positional
+        arguments: half the cost of keywords, on the path every evaluation takes."""
+        return cls(
+            activation_id,
+            evaluator,
+            version,
+            score,
+            passed,
+            label,
+            reason,
+            evidence,
+            findings,
+            "",
+            "",
+            0,
+            0.0,
+            0.0,
+            project_id,
+            skill_name,
+            skill_version,
+        )
+
+    @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Evaluation:
         """Rebuild an evaluation from a row ``Store.list_evaluations`` returned."""
         score = row.get("score")
