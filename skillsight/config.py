@@ -84,8 +84,7 @@ class Settings:
     queue_max_rows: int = _setting(
         500_000, "int", "rows (spans + log records) held for writing before clients get 429/503"
     )
-    # each INSERT costs ~0.12 CPU-s of SQL analysis whatever its size (docs/performance.md)
-    batch_max_rows: int = _setting(100_000, "int", "rows written to ClickHouse in one insert")
+    batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
     skills_dirs: str = _setting(
