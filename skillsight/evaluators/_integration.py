@@ -121,7 +121,8 @@ class IntegrationEvaluator(Evaluator):
         made = "\n".join(
             [c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS]
         )
-        produced_numbers, produced_files = _numbers(made), _files(made)
+        made_numbers = frozenset(_numbers(made))
+        produced_numbers, produced_files = set(made_numbers), _files(made)
         views = [call_view(c) for c in calls]
         if message is not None and (produced_numbers or produced_files):
             # The inputs matter only to what is produced, which only a message can use; the
@@ -160,7 +161,7 @@ class IntegrationEvaluator(Evaluator):
                 )
         scripts = expected_scripts(activation, context)
         if scripts:
-            recomputed = self._recompute(activation, context, scripts, views, message)
+            recomputed = self._recompute(activation, context, scripts, views, message, made_numbers)
             checks.append(("no_recompute", not recomputed))
             findings.extend(recomputed)
         if not checks:
@@ -195,6 +196,7 @@ class IntegrationEvaluator(Evaluator):
         scripts: list[str],
         views: list[CallView],
         message: str | None,
+        made_numbers: frozenset[str],
     ) -> list[Finding]:
         calls = activation.tool_calls
         commands = [v.command for v in views]
@@ -219,8 +221,9 @@ class IntegrationEvaluator(Evaluator):
         ran_ok = any(not c.is_error for c in runs)
         if not ran_ok and message is not None and activation.integration_step_id is not None:
             # The message's numbers minus every known one, source by source: most messages
-            # run out of unexplained numbers after the first few sources.
-            unexplained = set(numbers(message))
+            # run out of unexplained numbers after the first few sources. The numbers the
+            # successful calls produced (known already, and among the sources) go first.
+            unexplained = numbers(message) - made_numbers
             sources = [
                 activation.request,
                 activation.skill_output or "",
