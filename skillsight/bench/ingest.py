@@ -259,7 +259,7 @@ def run_ingest_bench(
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
     }
     for key, value in report.items():
-        console.print(f"  {key:28s} {value}", highlight=False, markup=False)
+        console.print(f"  {key:28s} {value}", highlight=False, markup=False, soft_wrap=True)
     console.print(
         f"[bold]{report['committed_spans_per_cpu_s']} committed spans/s per core[/] "
         f"({report['committed_spans_per_s']} spans/s wall), {report['spans_lost']} lost",
