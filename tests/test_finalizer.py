@@ -29,6 +29,7 @@ from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from skillsight.collector.service import Collector
 from skillsight.collector.store import EmbeddedStore
+from skillsight.collector.store._rebuilds import SessionRebuild
 from skillsight.collector.store._server import ServerStore
 from skillsight.collector.worker import parse_shard
 from skillsight.config import Settings
@@ -500,6 +501,42 @@ def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
         return rebuilt
 
     assert asyncio.run(run()) == [second]
+
+
+def test_a_restarted_finalizer_settles_what_a_crash_left_provisional(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """A service killed without its final pass leaves a provisional (unsettled) rebuild that
+    no evaluator saw; the next start owes it, a settled one it does not."""
+    first, second = _ingest_capture_pair(embedded_store, "p")
+    through = {k: t for _, k, t in embedded_store.touched_sessions(0)}
+    embedded_store.write_rebuilds(
+        [
+            SessionRebuild(
+                "p",
+                rebuild_session(*embedded_store.session_rows("p", key), session_id=key),
+                through[key],
+                settled=key == second,
+            )
+            for key in (first, second)
+        ]
+    )
+    assert [key for _, key, _ in embedded_store.rebuilt_sessions(0)] == [second]
+
+    async def run() -> list[str]:
+        rebuilt: list[str] = []
+
+        async def note(item: ActivationsReady) -> None:
+            rebuilt.append(item.session_id)
+
+        finalizer = Finalizer(embedded_store, quiet_s=0.0, poll_s=0.02)
+        finalizer.subscribe(note)
+        async with finalizer:
+            await _until_idle(finalizer)
+        return rebuilt
+
+    assert asyncio.run(run()) == [first]
+    assert {key for _, key, _ in embedded_store.rebuilt_sessions(0)} == {first, second}
 
 
 # -- skillsight worker: the finalizer as its own process, on the ClickHouse server transport ----

@@ -185,9 +185,12 @@ ORDER BY rebuilt_at DESC
 LIMIT 1"""
 
 # Sessions whose newest rows were ingested after their newest rebuild read them (or that were
-# never rebuilt): what a finalizer starting up, or a worker, still owes.
+# never rebuilt, or whose newest rebuild is unsettled: a service stopped without its final pass
+# left it provisional): what a finalizer starting up, or a worker, still owes.
 REBUILT_THROUGH = """
-SELECT session_id, toUnixTimestamp64Micro(max(ingested_through)) AS through_us
+SELECT session_id,
+       toUnixTimestamp64Micro(argMax(if(settled, ingested_through, toDateTime64(0, 6, 'UTC')),
+                                     rebuilt_at)) AS through_us
 FROM trajectories
 WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
 GROUP BY session_id"""
