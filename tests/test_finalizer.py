@@ -24,7 +24,7 @@ from rich.console import Console
 
 from skillsight.cli._activations_view import print_activation
 from skillsight.collector import otlp
-from skillsight.collector.finalizer import ActivationsReady, Finalizer
+from skillsight.collector.finalizer import ActivationsReady, Finalizer, is_complete
 from skillsight.collector.rebuild import Rebuilt, rebuild_session
 from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from skillsight.collector.service import Collector
@@ -477,6 +477,24 @@ def test_leaving_rebuilds_what_is_still_pending(embedded_store: EmbeddedStore) -
     ]
 
 
+def _announced_on_restart(store: EmbeddedStore) -> list[str]:
+    """The sessions a finalizer starting on ``store`` hands to scoring before it is idle."""
+
+    async def run() -> list[str]:
+        rebuilt: list[str] = []
+
+        async def note(item: ActivationsReady) -> None:
+            rebuilt.append(item.session_id)
+
+        finalizer = Finalizer(store, quiet_s=0.0, poll_s=0.02)
+        finalizer.subscribe(note)
+        async with finalizer:
+            await _until_idle(finalizer)
+        return rebuilt
+
+    return asyncio.run(run())
+
+
 def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
     embedded_store: EmbeddedStore,
 ) -> None:
@@ -488,19 +506,7 @@ def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
         ingested_through_us=max(t for _, k, t in embedded_store.touched_sessions(0) if k == first),
     )
 
-    async def run() -> list[str]:
-        rebuilt: list[str] = []
-
-        async def note(item: ActivationsReady) -> None:
-            rebuilt.append(item.session_id)
-
-        finalizer = Finalizer(embedded_store, quiet_s=0.0, poll_s=0.02)
-        finalizer.subscribe(note)
-        async with finalizer:
-            await _until_idle(finalizer)
-        return rebuilt
-
-    assert asyncio.run(run()) == [second]
+    assert _announced_on_restart(embedded_store) == [second]
 
 
 def test_a_restarted_finalizer_settles_what_a_crash_left_provisional(
@@ -523,19 +529,7 @@ def test_a_restarted_finalizer_settles_what_a_crash_left_provisional(
     )
     assert [key for _, key, _ in embedded_store.rebuilt_sessions(0)] == [second]
 
-    async def run() -> list[str]:
-        rebuilt: list[str] = []
-
-        async def note(item: ActivationsReady) -> None:
-            rebuilt.append(item.session_id)
-
-        finalizer = Finalizer(embedded_store, quiet_s=0.0, poll_s=0.02)
-        finalizer.subscribe(note)
-        async with finalizer:
-            await _until_idle(finalizer)
-        return rebuilt
-
-    assert asyncio.run(run()) == [first]
+    assert _announced_on_restart(embedded_store) == [first]
     assert {key for _, key, _ in embedded_store.rebuilt_sessions(0)} == {first, second}
 
 
@@ -712,3 +706,23 @@ def test_a_late_root_settles_the_session_at_once(embedded_store: EmbeddedStore) 
     [item] = announced  # complete now, so scored without waiting out settle_s
     assert [a.skill_name for a in item.activations] == ["csv-summary"]
     assert (done["settled_incomplete"], done["unsettled_sessions"]) == (0, 0)
+
+
+def test_request_events_that_name_no_request_hold_nothing_back() -> None:
+    """Completeness waits only for the events of requests it can match: events without a
+    request_id (another CLI version) must not keep a finished session waiting."""
+    root = {"trace_id": "t", "span_id": "r", "parent_span_id": "", "name": "x", "attributes": {}}
+    request = {
+        "trace_id": "t",
+        "span_id": "q",
+        "parent_span_id": "r",
+        "name": "claude_code.llm_request",
+        "attributes": {"request_id": "req_1"},
+    }
+    unnamed = {"event_name": "claude_code.api_request", "attributes": {}}
+    named = {"event_name": "claude_code.api_request", "attributes": {"request_id": "req_1"}}
+    other = {"event_name": "claude_code.api_request", "attributes": {"request_id": "req_2"}}
+    assert is_complete([root, request], [unnamed])
+    assert is_complete([root, request], [unnamed, named])
+    assert not is_complete([root, request], [unnamed, other])
+    assert not is_complete([request], [named])  # the root is missing

@@ -102,7 +102,9 @@ def is_complete(
         for e in events
         if e["event_name"] in _CC_REQUEST_EVENTS
     }
-    if not logged:  # no Claude Code request events: another source
+    logged.discard(None)
+    logged.discard("")
+    if not logged:  # no request events naming their request: nothing to wait for
         return True
     requested = (
         (s["attributes"] or {}).get("request_id") for s in spans if s["name"] == _CC_REQUEST_SPAN
