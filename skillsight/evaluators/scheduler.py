@@ -255,9 +255,7 @@ class EvaluationScheduler:
 
     @staticmethod
     def _sessions_of(item: ActivationsReady) -> dict[tuple[str, str], str]:
-        sessions = {(item.project_id, a.session_id): a.rebuilt_at for a in item.activations}
-        sessions.setdefault((item.project_id, item.session_id), "")
-        return sessions
+        return {(item.project_id, a.session_id): a.rebuilt_at for a in item.activations}
 
     def _superseded(self, project_id: str, activation: Activation) -> bool:
         newest, _ = self._newest.get((project_id, activation.session_id), ("", 0))
