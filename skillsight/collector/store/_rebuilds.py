@@ -12,13 +12,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
 from pydantic import BaseModel
 
 from skillsight.collector.activations import Activation
+from skillsight.collector.trajectories._convert import iso
 
 _STR = pa.string()
 _I64 = pa.int64()
@@ -122,10 +122,9 @@ class Stamps:
 
 
 def stamp_iso(stamp: int) -> str:
-    """A rebuild stamp (µs) as activation records carry it: ISO 8601, UTC, microseconds."""
-    seconds, micros = divmod(stamp, 1_000_000)
-    moment = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{moment}.{micros:06d}Z"
+    """A rebuild stamp (µs) as activation records carry it: the trajectories' one timestamp
+    format (ISO 8601, UTC, microseconds)."""
+    return iso(stamp * 1000)
 
 
 def trajectory_json(trajectory: BaseModel) -> str:
