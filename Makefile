@@ -20,7 +20,7 @@ install: $(STAMP)
 
 ## make demo: serve on the embedded store and play a real Claude Code session into it
 demo: $(STAMP)
-	$(PY) -m skillsight.demo
+	$(PY) -m demo
 
 ## make test: the whole test suite (real ClickHouse via chdb, real Claude Code, scripted model)
 test: $(STAMP)
@@ -31,13 +31,13 @@ test: $(STAMP)
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
 ## generated store is kept in .skillsight/bench-scorecard and reused)
 bench: $(STAMP)
-	$(VENV)/bin/skillsight bench ingest
-	$(VENV)/bin/skillsight bench overhead
-	$(VENV)/bin/skillsight bench rebuild
-	$(VENV)/bin/skillsight bench eval
-	$(VENV)/bin/skillsight bench eval-latency
-	$(VENV)/bin/skillsight bench judges
-	$(VENV)/bin/skillsight bench scorecard --data .skillsight/bench-scorecard --keep
+	$(PY) -m benchmarks ingest
+	$(PY) -m benchmarks overhead
+	$(PY) -m benchmarks rebuild
+	$(PY) -m benchmarks eval
+	$(PY) -m benchmarks eval-latency
+	$(PY) -m benchmarks judges
+	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests

@@ -2,7 +2,7 @@
 
 OpenTelemetry GenAI names are used where they exist (including the proposed ``gen_ai.skill.*``);
 everything else lives under ``skillsight.*``. Third-party conventions the collector understands
-keep their names beside their mappers in :mod:`skillsight.collector.normalize`.
+keep their names beside their mappers in :mod:`skillsight.store.normalize`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from skillsight.collector.store import EmbeddedStore, Store
-from skillsight.collector.store._server import ServerStore
+from skillsight.store import EmbeddedStore, Store
+from skillsight.store._server import ServerStore
 from tests.support.chdb_http import ChdbHttpServer
 
 # Users the endpoint accepts; the second has a password that needs URL-encoding.

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from skillsight.collector import otlp
-from skillsight.collector.activations import Activation, Tokens, ToolCall
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import Store
-from skillsight.collector.trajectories import atif
+from skillsight.ingest import otlp
+from skillsight.rebuild.activations import Activation, Tokens, ToolCall
+from skillsight.rebuild.trajectories import atif
+from skillsight.store import Store
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures" / "claude_code"
 # The session recorded in the protobuf captures.

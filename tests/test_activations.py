@@ -23,21 +23,21 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from benchmarks.sessions import synthetic_session
 from skillsight import semconv as sc
-from skillsight.bench.sessions import synthetic_session
-from skillsight.collector import otlp
-from skillsight.collector.activations import Activation, Catalogue, SkillContract, VisibleSkill
-from skillsight.collector.finalizer import store_catalogue
-from skillsight.collector.rebuild import Rebuilt, rebuild_session
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore
+from skillsight.ingest import otlp
 from skillsight.instrumentation import (
     agent_session,
     record_llm_call,
     record_tool_call,
     skill_activation,
 )
+from skillsight.rebuild.activations import Activation, SkillContract, VisibleSkill
+from skillsight.rebuild.catalogue import Catalogue, store_catalogue
+from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.skills import SkillManifest, load_skill
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 SCENARIOS = CAPTURES / "scenarios"
@@ -637,7 +637,7 @@ def test_skillsight_instrumentor_gives_the_expected_activations(tmp_path: Path) 
     import asyncio
     import contextlib
 
-    from skillsight.demo.scenarios import run_scenarios_async
+    from demo.scenarios import run_scenarios_async
     from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
 
     exporter = InMemorySpanExporter()

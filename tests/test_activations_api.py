@@ -14,9 +14,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from demo.workload import run_demo
 from skillsight.cli import app
-from skillsight.collector.trajectories import atif
-from skillsight.demo.workload import run_demo
+from skillsight.rebuild.trajectories import atif
 from tests.support.serve import RunningServer, running_server
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures" / "claude_code"

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from skillsight.bench.eval import CHEAP, WORKSPACE, run_eval_bench, synthetic_activations
+from benchmarks.eval import CHEAP, WORKSPACE, run_eval_bench, synthetic_activations
 from skillsight.evaluators import EvaluationContext, deterministic_registry
 
 

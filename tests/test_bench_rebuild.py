@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from skillsight.bench.rebuild import run_rebuild_bench
+from benchmarks.rebuild import run_rebuild_bench
 
 
 def test_bench_rebuild_reports_every_measure() -> None:

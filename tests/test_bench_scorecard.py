@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from skillsight.bench.scorecard import run_scorecard_bench, skill_names, zipf_counts
+from benchmarks.scorecard import run_scorecard_bench, skill_names, zipf_counts
 from skillsight.errors import SkillsightError
 
 ACTIVATIONS = 3000

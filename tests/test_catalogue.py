@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
+from demo.scenario_library import build_scenario
 from skillsight.cli import app
-from skillsight.demo.scenario_library import build_scenario
 from skillsight.instrumentation import (
     agent_session,
     record_llm_call,

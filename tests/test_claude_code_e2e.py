@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from skillsight.demo.third_party import run_instrumented_demo
-from skillsight.demo.workload import run_demo
+from demo.third_party import run_instrumented_demo
+from demo.workload import run_demo
 from skillsight.evaluators import DETERMINISTIC
 from tests.support.serve import RunningServer, running_server
 
@@ -124,7 +124,7 @@ def test_make_demo_plays_a_session_into_a_fresh_service(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "skillsight.demo",
+            "demo",
             "--once",
             "--any-ports",
             "--data",

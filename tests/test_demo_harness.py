@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from skillsight.demo.scripted_anthropic import (
+from demo.scripted_anthropic import (
     AgentScript,
     ScriptedAnthropic,
     Text,
@@ -29,7 +29,7 @@ from skillsight.demo.scripted_anthropic import (
     tool_result_text,
     tool_use_id,
 )
-from skillsight.demo.workload import SKILL_NAME, DemoResult, Protocol, run_demo
+from demo.workload import SKILL_NAME, DemoResult, Protocol, run_demo
 from tests.harness.otlp_capture import Capture, OtlpCapture, iter_log_records, iter_spans
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
@@ -396,7 +396,7 @@ def test_third_party_instrumentors_export_spans(
 ) -> None:
     import claude_agent_sdk
 
-    from skillsight.demo.third_party import InstrumentorName, run_instrumented_demo
+    from demo.third_party import InstrumentorName, run_instrumented_demo
 
     original = (claude_agent_sdk.query, claude_agent_sdk.ClaudeSDKClient)
     instrumentor: InstrumentorName = "openinference" if name == "openinference" else "traceai"
@@ -424,8 +424,8 @@ def test_third_party_instrumentors_export_spans(
 @requires_claude
 @pytest.mark.timeout(90)
 def test_sdk_trace_context_reaches_claude_code(tmp_path: Path) -> None:
-    from skillsight.demo.third_party import run_instrumented_demo
-    from skillsight.demo.workload import telemetry_env
+    from demo.third_party import run_instrumented_demo
+    from demo.workload import telemetry_env
 
     with OtlpCapture() as receiver:
         run_instrumented_demo(

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from skillsight.demo.scenario_library import build_scenario
+from demo.scenario_library import build_scenario
 from skillsight.evaluators import DETERMINISTIC, deterministic_registry
 from tests.harness.scenario_captures import load_capture
 from tests.support.serve import RunningServer, running_server
@@ -308,7 +308,7 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
     """Real Claude Code (scripted model) exports straight into serve, no capture involved: the
     five evaluation scenarios at once, each in its own project (they reuse skill names with
     different contracts), scored as their manifests expect, and the gate follows."""
-    from skillsight.demo.scenarios import executed_facts, mismatches, run_scenario_async
+    from demo.scenarios import executed_facts, mismatches, run_scenario_async
 
     data = tmp_path / "data"
     scenarios = {}
@@ -370,7 +370,7 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
 def test_the_latency_bench_times_sessions_through_a_real_serve() -> None:
     from rich.console import Console
 
-    from skillsight.bench.eval_latency import run_eval_latency_bench
+    from benchmarks.eval_latency import run_eval_latency_bench
 
     report = run_eval_latency_bench(sessions=3, quiet_s=0.2, console=Console(quiet=True))
     # the untimed first session and three timed ones, one activation each, seven evaluators

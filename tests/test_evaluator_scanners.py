@@ -26,8 +26,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillsight.bench.eval import synthetic_activations
-from skillsight.collector.activations import Activation, Tokens, ToolCall
+from benchmarks.eval import synthetic_activations
 from skillsight.evaluators import Baseline, RollingBaseline
 from skillsight.evaluators._calls import (
     _VIEWS,
@@ -79,6 +78,7 @@ from skillsight.evaluators.security._secrets import (
     may_hold_secrets,
     redact,
 )
+from skillsight.rebuild.activations import Activation, Tokens, ToolCall
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 

@@ -14,19 +14,8 @@ from typing import Any
 
 import pytest
 
+from demo.scenario_library import build_scenario
 from skillsight import semconv
-from skillsight.collector import otlp
-from skillsight.collector.activations import (
-    Activation,
-    SkillContract,
-    Tokens,
-    ToolCall,
-    VisibleSkill,
-)
-from skillsight.collector.rebuild import rebuild_session
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore, Store
-from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import EvaluatorError, StoreError
 from skillsight.evaluators import (
     DETERMINISTIC,
@@ -51,7 +40,18 @@ from skillsight.evaluators import (
 )
 from skillsight.evaluators.security import destructive, find_secrets, scan_untrusted
 from skillsight.evaluators.security._roots import Roots
+from skillsight.ingest import otlp
+from skillsight.rebuild.activations import (
+    Activation,
+    SkillContract,
+    Tokens,
+    ToolCall,
+    VisibleSkill,
+)
+from skillsight.rebuild.session import rebuild_session
 from skillsight.skills import SkillManifest, load_skill
+from skillsight.store import EmbeddedStore, Store
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 WS = "/work/proj"
 SKILL_DIR = f"{WS}/.claude/skills/csv-summary"

@@ -25,11 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from skillsight.bench.traces import export_requests
-from skillsight.collector.fastpath import FastTraceWriter, Screened, distinct_span_ids, screen
-from skillsight.collector.otlp import Limits, traces
-from skillsight.collector.rows import SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore
+from benchmarks.traces import export_requests
+from skillsight.ingest.otlp import Limits, traces
+from skillsight.store import EmbeddedStore
+from skillsight.store.fastpath import FastTraceWriter, Screened, distinct_span_ids, screen
+from skillsight.store.rows import SPAN_SCHEMA
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 LIMITS = Limits()

@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,18 +23,17 @@ import httpx
 import pytest
 from rich.console import Console
 
-from skillsight.cli._activations_view import print_activation
-from skillsight.collector import otlp
-from skillsight.collector.finalizer import ActivationsReady, Finalizer, is_complete
-from skillsight.collector.rebuild import Rebuilt, rebuild_session
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.service import Collector
-from skillsight.collector.store import EmbeddedStore
-from skillsight.collector.store._rebuilds import SessionRebuild
-from skillsight.collector.store._server import ServerStore
-from skillsight.collector.worker import parse_shard
+from skillsight.cli.views import print_activation
 from skillsight.config import Settings
 from skillsight.errors import ConfigError
+from skillsight.ingest import otlp
+from skillsight.rebuild.finalizer import ActivationsReady, Finalizer, is_complete
+from skillsight.rebuild.session import Rebuilt, rebuild_session
+from skillsight.runtime import Services, parse_shard
+from skillsight.store import EmbeddedStore
+from skillsight.store._rebuilds import SessionRebuild
+from skillsight.store._server import ServerStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from tests.support.serve import RunningServer, running_server
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
@@ -584,22 +584,33 @@ def test_a_bad_shard_is_refused_clearly(text: str) -> None:
 def test_the_documented_evaluator_hook_hears_of_every_rebuilt_session(
     embedded_store: EmbeddedStore,
 ) -> None:
-    """docs/trace-completion.md's example, run against a real Collector (batch writer and
-    finalizer, as ``skillsight serve`` enters them)."""
+    """docs/trace-completion.md's example, run against the services ``skillsight serve``
+    builds (batch writer and finalizer, from the composition root)."""
     doc = (Path(__file__).parents[1] / "docs" / "trace-completion.md").read_text()
     example = doc.split("```python\n", 1)[1].split("```", 1)[0]
 
     async def run() -> list[ActivationsReady]:
-        settings = Settings.load({"rebuild_quiet_s": 0.05, "rebuild_poll_s": 0.02}, env={})
-        collector = Collector(embedded_store, settings)
+        settings = Settings.load(
+            {"rebuild_quiet_s": 0.05, "rebuild_poll_s": 0.02, "eval_enabled": False}, env={}
+        )
         queue: asyncio.Queue[ActivationsReady] = asyncio.Queue()
-        exec(example, {"collector": collector, "queue": queue})
-        async with collector:
+
+        async def serve_until_stopped(services: Services) -> None:
+            assert services.collector is not None and services.finalizer is not None
             for signal_name, name in ((otlp.TRACES, "traces.pb"), (otlp.LOGS, "logs.pb")):
                 body = (CAPTURES / "claude_code" / name).read_bytes()
-                collector.ingest(signal_name, body, encoding=otlp.PROTOBUF, project_id="p")
-            assert collector.finalizer is not None
-            await _until_idle(collector.finalizer)
+                services.collector.ingest(signal_name, body, encoding=otlp.PROTOBUF, project_id="p")
+            await _until_idle(services.finalizer)
+
+        code = "async def main():\n" + textwrap.indent(example, "    ")
+        namespace = {
+            "settings": settings,
+            "store": embedded_store,
+            "queue": queue,
+            "serve_until_stopped": serve_until_stopped,
+        }
+        exec(code, namespace)
+        await namespace["main"]()
         return [queue.get_nowait() for _ in range(queue.qsize())]
 
     heard = asyncio.run(run())

@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from demo.scenario_library import build_scenario
 from skillsight.cli import app
 from skillsight.cli._gate import GateConfig, read_config
-from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
-from skillsight.collector.store import EmbeddedStore
-from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import ConfigError
 from skillsight.evaluators import DETERMINISTIC
+from skillsight.rebuild.catalogue import store_catalogue
+from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
 from skillsight.skills import load_skill
+from skillsight.store import EmbeddedStore
 from tests.harness.scenario_captures import CAPTURES, load_capture
 from tests.test_activations import load
 

@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from skillsight.collector.otlp._values import DEPTH_MARK, TRUNCATION_MARK
+from skillsight.store.values import DEPTH_MARK, TRUNCATION_MARK
 from tests.support.otlp_builders import (
     export_request,
     json_span,

@@ -21,9 +21,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from skillsight import semconv as sc
-from skillsight.demo.scripted_anthropic import ScriptedAnthropic
-from skillsight.demo.workload import (
+from demo.scripted_anthropic import ScriptedAnthropic
+from demo.workload import (
     DEFAULT_PROMPT,
     ClientKind,
     DemoProject,
@@ -31,6 +30,7 @@ from skillsight.demo.workload import (
     demo_turns,
     run_session,
 )
+from skillsight import semconv as sc
 from skillsight.instrumentation import ClaudeAgentSDKInstrumentor, configure, shutdown
 from skillsight.skills import load_skill, skill_version
 from tests.support.span_tree import names, span_tree
@@ -298,7 +298,7 @@ def test_concurrent_sessions_in_one_event_loop_keep_their_own_spans(
 def test_a_skill_used_inside_a_subagent_nests_under_the_subagent(
     tmp_path: Path, exporter: InMemorySpanExporter
 ) -> None:
-    from skillsight.demo.scenarios import mismatches, run_scenario_async
+    from demo.scenarios import mismatches, run_scenario_async
 
     result = asyncio.run(run_scenario_async("subagent_skill", workdir=tmp_path))
     assert mismatches(result) == []
@@ -411,7 +411,7 @@ def test_a_client_connection_is_one_agent_span_across_its_turns(
     import claude_agent_sdk
     from claude_agent_sdk import ClaudeAgentOptions, HookMatcher
 
-    from skillsight.demo.session import session_env
+    from demo.session import session_env
 
     seen_by_user_hook: list[str] = []
 

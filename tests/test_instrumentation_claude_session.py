@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from demo.workload import DemoProject, create_demo_project
 from skillsight import semconv as sc
-from skillsight.demo.workload import DemoProject, create_demo_project
 from skillsight.instrumentation._claude_session import ClaudeSession
 from skillsight.instrumentation._spans import SpanEmitter
 from skillsight.skills import skill_version
@@ -331,7 +331,7 @@ def _canonical(tree: list[dict[str, Any]]) -> list[Any]:
 
 def test_messages_read_late_give_the_same_tree(project: DemoProject) -> None:
     """Hooks arrive on time, messages when the caller reads them: the lag changes nothing."""
-    from skillsight.bench.overhead import synthetic_session
+    from benchmarks.overhead import synthetic_session
 
     events = synthetic_session(project, tool_calls=2)
     keep = [sc.GEN_AI_TOOL_CALL_ID, sc.GEN_AI_TOOL_CALL_RESULT, sc.GEN_AI_USAGE_INPUT_TOKENS]

@@ -20,12 +20,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from skillsight.collector import otlp
-from skillsight.collector.activations import Activation
-from skillsight.collector.rebuild import rebuild_session
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore
+from skillsight.ingest import otlp
 from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
+from skillsight.rebuild.activations import Activation
+from skillsight.rebuild.session import rebuild_session
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from tests.harness.otlp_capture import OtlpCapture
 from tests.test_instrumentation_claude import claude_session
 
@@ -83,7 +83,7 @@ def recorder() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
 def test_our_spans_and_native_telemetry_give_the_same_activations(
     scenario: str, tmp_path: Path, recorder: tuple[TracerProvider, InMemorySpanExporter]
 ) -> None:
-    from skillsight.demo.scenarios import mismatches, run_scenario_async
+    from demo.scenarios import mismatches, run_scenario_async
 
     provider, exporter = recorder
 

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from demo.workload import create_demo_project
 from skillsight import semconv as sc
-from skillsight.demo.workload import create_demo_project
 from skillsight.errors import ConfigError
 from skillsight.instrumentation import (
     ContentPolicy,

@@ -25,12 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from skillsight import semconv as sc
-from skillsight.collector import otlp
-from skillsight.collector.rebuild import rebuild_session
-from skillsight.collector.rows import SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore
-from skillsight.demo.scripted_openai import (
+from demo.scripted_openai import (
     Reply,
     ScriptedOpenAI,
     Text,
@@ -40,9 +35,14 @@ from skillsight.demo.scripted_openai import (
     call_id,
     last_tool_output,
 )
+from skillsight import semconv as sc
+from skillsight.ingest import otlp
 from skillsight.instrumentation import ContentPolicy, configure, shutdown
 from skillsight.instrumentation._guard import STRICT_ENV
+from skillsight.rebuild.session import rebuild_session
 from skillsight.skills import skill_version
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import SPAN_SCHEMA
 from tests.harness.otlp_capture import OtlpCapture, iter_spans
 
 agents = pytest.importorskip("agents")

@@ -1,6 +1,6 @@
 """LLM-judge rubrics, through litellm's real client to a scripted OpenAI-compatible server.
 
-Only the judge model is scripted (``skillsight.demo.scripted_openai``): litellm builds real
+Only the judge model is scripted (``demo.scripted_openai``): litellm builds real
 requests, the server answers over HTTP on 127.0.0.1 and records what it received, so the tests
 assert both the verdicts stored and the prompts sent. Activations come from a recorded Claude
 Code scenario capture, rebuilt through the store, or are built by hand where a test needs a
@@ -24,13 +24,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from skillsight.cli import app
-from skillsight.collector.activations import Activation, SkillContract, ToolCall, VisibleSkill
-from skillsight.collector.rebuild import Rebuilt, rebuild_session
-from skillsight.collector.store import EmbeddedStore, Store
-from skillsight.collector.trajectories import atif
-from skillsight.config import Settings
-from skillsight.demo.scripted_openai import (
+from demo.scripted_openai import (
     HttpError,
     Json,
     MalformedBody,
@@ -40,7 +34,9 @@ from skillsight.demo.scripted_openai import (
     Text,
     Usage,
 )
-from skillsight.demo.scripted_openai import ToolCall as ScriptedToolCall
+from demo.scripted_openai import ToolCall as ScriptedToolCall
+from skillsight.cli import app
+from skillsight.config import Settings
 from skillsight.errors import ConfigError, EvaluatorError
 from skillsight.evaluators import (
     DETERMINISTIC,
@@ -71,6 +67,10 @@ from skillsight.evaluators.judges import (
     release_connections,
     render_inputs,
 )
+from skillsight.rebuild.activations import Activation, SkillContract, ToolCall, VisibleSkill
+from skillsight.rebuild.session import Rebuilt, rebuild_session
+from skillsight.rebuild.trajectories import atif
+from skillsight.store import EmbeddedStore, Store
 from tests.test_activations import SCENARIOS, load
 
 MODEL = "openai/judge-test"
@@ -978,7 +978,7 @@ def test_the_documented_example_runs() -> None:
 def test_the_judges_bench_measures_a_small_run() -> None:
     from rich.console import Console
 
-    from skillsight.bench.judges import run_judges_bench
+    from benchmarks.judges import run_judges_bench
 
     report = run_judges_bench(activations=6, concurrency=3, console=Console(file=io.StringIO()))
     assert (report["activations"], report["concurrency"]) == (6, 3)

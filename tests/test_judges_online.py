@@ -19,15 +19,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from demo.scripted_openai import Json, Reply, ScriptedOpenAI, Usage
 from skillsight.cli import app
-from skillsight.collector.finalizer import ActivationsReady
-from skillsight.collector.rebuild import rebuild_session
-from skillsight.collector.store import EmbeddedStore
 from skillsight.config import Settings
-from skillsight.demo.scripted_openai import Json, Reply, ScriptedOpenAI, Usage
 from skillsight.evaluators import DETERMINISTIC, Evaluation
 from skillsight.evaluators.judges import release_connections
-from skillsight.evaluators.scheduler import EvaluationScheduler
+from skillsight.rebuild.finalizer import ActivationsReady
+from skillsight.rebuild.session import rebuild_session
+from skillsight.runtime import build_scheduler
+from skillsight.store import EmbeddedStore
 from tests.test_activations import SCENARIOS, load
 
 MODEL = "openai/judge-test"
@@ -154,7 +154,7 @@ def test_the_online_scheduler_runs_the_judges_beside_the_deterministic_evaluator
             (activation,) = store.list_activations("default")
             with pytest.MonkeyPatch.context() as patch:
                 patch.setenv("OPENAI_API_KEY", "test-key")
-                scheduler = EvaluationScheduler.from_settings(store, settings)
+                scheduler = build_scheduler(store, settings)
 
                 async def score() -> None:
                     async with scheduler:

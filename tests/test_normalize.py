@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from skillsight.api.models import event_out, span_out
-from skillsight.collector import otlp
-from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from skillsight.collector.store import EmbeddedStore
+from skillsight.ingest import otlp
+from skillsight.reports import event_out, span_out
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from tests.support.otlp_builders import export_request, span
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from skillsight.demo.scenario_library import subagent_report
-from skillsight.demo.scenarios import (
+from demo.scenario_library import subagent_report
+from demo.scenarios import (
     ISSUE_3_SCENARIOS,
     ISSUE_5_SCENARIOS,
     SCENARIOS,
@@ -30,7 +30,7 @@ from skillsight.demo.scenarios import (
     main,
     run_scenarios_async,
 )
-from skillsight.demo.scripted_anthropic import MAIN_AGENT
+from demo.scripted_anthropic import MAIN_AGENT
 from tests.harness.otlp_capture import Capture, iter_log_records, iter_spans
 from tests.harness.scenario_captures import load_capture
 

@@ -20,26 +20,30 @@ from typing import Any
 
 import pytest
 
-from skillsight.api.evaluation_models import EvaluationOut
-from skillsight.api.evaluations import with_evaluations
-from skillsight.api.scorecard import scorecard
-from skillsight.collector.activations import Activation, VisibleSkill
-from skillsight.collector.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
-from skillsight.collector.rebuild import Rebuilt, rebuild_session
-from skillsight.collector.store import EmbeddedStore, Store
-from skillsight.collector.store._server import ServerStore
+from demo.scenario_library import build_scenario
 from skillsight.config import Settings
-from skillsight.demo.scenario_library import build_scenario
 from skillsight.errors import ConfigError
 from skillsight.evaluators import Evaluation
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._registry import Registry
-from skillsight.evaluators._sched_context import ContextAssembler
-from skillsight.evaluators._sched_policy import Policy, parse_rates, partition_of, sample_point
-from skillsight.evaluators._sched_poller import RebuiltSessionPoller
-from skillsight.evaluators.scheduler import EvaluationScheduler
+from skillsight.evaluators.scheduler import (
+    ContextAssembler,
+    EvaluationScheduler,
+    Policy,
+    RebuiltSessionPoller,
+    parse_rates,
+    partition_of,
+    sample_point,
+)
+from skillsight.rebuild.activations import Activation, VisibleSkill
+from skillsight.rebuild.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
+from skillsight.rebuild.session import Rebuilt, rebuild_session
+from skillsight.reports import EvaluationOut, scorecard, with_evaluations
+from skillsight.runtime import build_scheduler
 from skillsight.skills import load_skill
+from skillsight.store import EmbeddedStore, Store
+from skillsight.store._server import ServerStore
 from tests.harness.scenario_captures import CAPTURES
 from tests.test_activations import load
 
@@ -140,7 +144,7 @@ def test_sampling_settings_are_checked(embedded_store: EmbeddedStore) -> None:
     with pytest.raises(ConfigError, match=r"eval_worker_index=2 must be in 0\.\.1"):
         Settings.load(env={"SKILLSIGHT_EVAL_WORKERS": "2", "SKILLSIGHT_EVAL_WORKER_INDEX": "2"})
     with pytest.raises(ConfigError, match="unknown evaluators"):
-        EvaluationScheduler.from_settings(
+        build_scheduler(
             embedded_store,
             Settings.load(env={"SKILLSIGHT_EVAL_EVALUATORS": "security,judge"}),
         )

@@ -16,7 +16,7 @@ import pytest
 from openai import OpenAI
 from pydantic import BaseModel
 
-from skillsight.demo.scripted_openai import (
+from demo.scripted_openai import (
     HttpError,
     Json,
     MalformedBody,

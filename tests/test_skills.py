@@ -16,9 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from skillsight.api.app import create_app
+from skillsight.api import create_app
 from skillsight.cli import app
-from skillsight.collector.store import EmbeddedStore, Store
 from skillsight.config import Settings
 from skillsight.errors import SkillError, SkillsightError
 from skillsight.skills import (
@@ -31,6 +30,7 @@ from skillsight.skills import (
     skill_version,
     validate,
 )
+from skillsight.store import EmbeddedStore, Store
 
 runner = CliRunner()
 
@@ -715,7 +715,7 @@ def test_api_lists_the_callers_catalogue(embedded_store: EmbeddedStore, tmp_path
         {"api_keys": {"key-a": "team-a", "key-b": "team-b"}, "data_dir": tmp_path / "unused"},
         env={},
     )
-    with TestClient(create_app(settings, store=embedded_store)) as client:
+    with TestClient(create_app(settings=settings, store=embedded_store)) as client:
         team_a = client.get("/api/v1/skills", headers={"x-skillsight-key": "key-a"})
         one = client.get(
             "/api/v1/skills", params={"name": "free"}, headers={"x-skillsight-key": "key-b"}

@@ -14,10 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from skillsight.collector import rows
-from skillsight.collector.store import EmbeddedStore, Store
-from skillsight.collector.store._server import ServerAddress, ServerStore
 from skillsight.errors import ConfigError, StoreError
+from skillsight.store import EmbeddedStore, Store, rows
+from skillsight.store._server import ServerAddress, ServerStore
 from tests.support.chdb_http import ChdbHttpServer
 
 T0 = 1_748_779_200_000_000_000  # 2025-06-01 12:00:00 UTC, in nanoseconds
@@ -93,7 +92,7 @@ def spans_of(store: Store, project: str = "p1") -> list[dict[str, Any]]:
 
 
 def migration_names() -> list[str]:
-    folder = resources.files("skillsight.collector.store") / "migrations"
+    folder = resources.files("skillsight.store") / "migrations"
     return sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".sql"))
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from skillsight.collector.rebuild import rebuild_session
-from skillsight.collector.store import EmbeddedStore
-from skillsight.collector.trajectories import TrajectoryError, atif, build_trajectory
+from skillsight.rebuild.session import rebuild_session
+from skillsight.rebuild.trajectories import TrajectoryError, atif, build_trajectory
+from skillsight.store import EmbeddedStore
 from tests.test_activations import CAPTURES, SCENARIOS, load, manifest, stored_rows
 
 
@@ -316,7 +316,7 @@ def test_documents_breaking_a_rule_are_refused(path: str, value: Any, rule: str)
 
 
 def test_rows_without_ids_are_refused_clearly() -> None:
-    from skillsight.collector.trajectories._rows import RowError
+    from skillsight.rebuild.trajectories._rows import RowError
 
     with pytest.raises(RowError, match="span row without trace_id"):
         rebuild_session([{"span_id": "00000000000000a1", "name": "chat"}], [])
@@ -420,10 +420,10 @@ def test_native_export_and_instrumentor_in_one_trace(tmp_path: Path) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from skillsight.collector import otlp
-    from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-    from skillsight.demo.scenarios import run_scenario_async
+    from demo.scenarios import run_scenario_async
+    from skillsight.ingest import otlp
     from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
+    from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
     from tests.harness.otlp_capture import OtlpCapture
     from tests.test_activations import LIMITS, expected_view, observed_view
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from skillsight.collector import otlp
-from skillsight.collector.fastpath import FastTraceWriter, screen
-from skillsight.collector.queue import RawTraces, WriteQueue
-from skillsight.collector.store import EmbeddedStore
-from skillsight.collector.writer import BatchWriter
+from skillsight.ingest import otlp
+from skillsight.ingest.queue import RawTraces, WriteQueue
+from skillsight.ingest.writer import BatchWriter
+from skillsight.store import EmbeddedStore
+from skillsight.store.fastpath import FastTraceWriter, screen
 from tests.support.otlp_builders import export_request, span
 
 

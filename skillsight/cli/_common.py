@@ -16,22 +16,18 @@ except ImportError:  # the base install is instrumentation only
     sys.stderr.write("the skillsight command needs the service: pip install 'skillsight[server]'\n")
     raise SystemExit(2) from None
 
-from skillsight.cli._activations_view import ApiSource, Source, StoreSource
+from skillsight.cli.views import ApiSource, Source, StoreSource
 from skillsight.config import Settings
 from skillsight.errors import SkillsightError
 
 if TYPE_CHECKING:
-    from skillsight.collector.store import Store
+    from skillsight.store import Store
 
 app = typer.Typer(
     help="skillsight: OpenTelemetry ingest and evaluation of agent skills.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-bench_app = typer.Typer(
-    help="Benchmarks that measure the targets in DESIGN.md.", no_args_is_help=True
-)
-app.add_typer(bench_app, name="bench")
 skills_app = typer.Typer(
     help="The skill catalogue: check SKILL.md folders, record and list them.",
     no_args_is_help=True,
@@ -119,7 +115,7 @@ def explain_store_error(exc: SkillsightError, settings: Settings | None) -> str:
 def opened_store(data: Path | None, clickhouse: str | None, *, code: int = 1) -> Iterator[Store]:
     """The store ``--data`` / ``--clickhouse`` name, closed afterwards. Failing to open it
     is one clear line and exit ``code``."""
-    from skillsight.collector.store import open_store
+    from skillsight.store import open_store
 
     settings = None
     try:

@@ -1,6 +1,6 @@
 """Where ``skillsight skills scorecard`` and ``skillsight gate`` read evaluations from: a running
 service (``--api``) or the store itself (``--data`` / ``--clickhouse``). Both give the same
-shapes, built by the same code (:mod:`skillsight.api.scorecard`)."""
+shapes, built by the same code (:mod:`skillsight.reports._scorecard`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from skillsight.api.evaluation_models import ScorecardOut, ScoredActivationOut
-from skillsight.api.scorecard import scorecard, scored_activation, window_start
 from skillsight.cli._api import ServiceClient
-from skillsight.collector.store import Store
+from skillsight.reports import (
+    ScorecardOut,
+    ScoredActivationOut,
+    scorecard,
+    scored_activation,
+    window_start,
+)
+from skillsight.store import Store
 
 
 class EvaluationSource(Protocol):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from skillsight.api.evaluation_models import EvaluatorScoreOut, ScorecardOut
 from skillsight.cli._gate import GateResult
+from skillsight.reports import EvaluatorScoreOut, ScorecardOut
 
 
 def _num(value: float | None) -> str:

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillsight.api.evaluation_models import ScorecardOut, ScoredActivationOut
 from skillsight.errors import ConfigError
+from skillsight.reports import ScorecardOut, ScoredActivationOut
 
 CONFIG_NAME = "skillsight.toml"
 

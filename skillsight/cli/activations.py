@@ -10,11 +10,6 @@ from typing import Annotated
 
 import typer
 
-from skillsight.cli._activations_view import (
-    print_activation,
-    print_activations,
-    print_evaluations,
-)
 from skillsight.cli._common import (
     ApiOpt,
     ClickhouseOpt,
@@ -27,6 +22,11 @@ from skillsight.cli._common import (
     fail,
     read_source,
     trajectories_app,
+)
+from skillsight.cli.views import (
+    print_activation,
+    print_activations,
+    print_evaluations,
 )
 from skillsight.config import DEFAULT_PROJECT
 from skillsight.errors import SkillsightError

@@ -1,207 +1,44 @@
-"""``skillsight bench``: the benchmarks that measure DESIGN.md's targets."""
+"""``skillsight bench``: the benchmarks of a source checkout, which the wheel does not carry.
+
+The benchmarks drive scripted model servers and synthetic data generators that are test doubles,
+not product, so they live in the checkout's ``benchmarks/`` folder (``make bench``). This
+command finds that folder beside an editable install and hands it the rest of the command line.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
+import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
-from skillsight.cli._common import (
-    bench_app,
-    console,
-    fail,
-)
-from skillsight.cli.judges import bench_judges
-from skillsight.errors import SkillsightError
+from skillsight.cli._common import app, fail
 
 
-@bench_app.command("ingest")
-def bench_ingest(
-    spans_total: Annotated[int, typer.Option("--spans", help="Spans to send.")] = 300_000,
-    senders: Annotated[int, typer.Option("--senders", help="Concurrent exporters.")] = 4,
-    batch: Annotated[int, typer.Option("--batch", help="Spans per export request.")] = 512,
-    compare: Annotated[
-        bool,
-        typer.Option(
-            "--compare/--no-compare",
-            help="Also run with the fast path off and print the ratio of the two.",
-        ),
-    ] = True,
-) -> None:
-    """Measure OTLP/HTTP protobuf ingest into a fresh embedded server: committed spans/s.
-
-    Example: skillsight bench ingest --spans 300000
-    """
-    from skillsight.bench.ingest import run_ingest_bench
-
-    try:
-        reports = [
-            run_ingest_bench(
-                spans_total=spans_total,
-                senders=senders,
-                batch=batch,
-                console=console,
-                fast_path=fast,
-            )
-            for fast in ((True, False) if compare else (True,))
-        ]
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if compare:
-        fast_rate, python_rate = (r["committed_spans_per_cpu_s"] or 0 for r in reports)
-        ratio = fast_rate / python_rate if python_rate else float("inf")
-        console.print(f"[bold]fast path / Python decoder: {ratio:.2f}x[/] spans per server CPU-s")
-    if any(r["spans_lost"] for r in reports):
-        raise typer.Exit(1)
-
-
-@bench_app.command("overhead")
-def bench_overhead(
-    sessions: Annotated[
-        int, typer.Option("--sessions", help="Real Claude Code sessions each way (0: skip).")
-    ] = 3,
-    replays: Annotated[
-        int, typer.Option("--replays", help="Sessions replayed through the instrumentor alone.")
-    ] = 2000,
-    tool_calls: Annotated[
-        int, typer.Option("--tool-calls", help="Tool calls per replayed session.")
-    ] = 20,
-) -> None:
-    """Measure what the Claude Agent SDK instrumentor adds: latency per session and call, memory.
-
-    Example: skillsight bench overhead --sessions 5
-    """
-    from skillsight.bench.overhead import run_overhead_bench
-
-    run_overhead_bench(sessions=sessions, replays=replays, tool_calls=tool_calls, console=console)
-
-
-@bench_app.command("rebuild")
-def bench_rebuild(
-    steps: Annotated[int, typer.Option("--steps", help="Steps of the long session.")] = 1000,
-    sessions: Annotated[
-        int, typer.Option("--sessions", help="Short sessions for the throughput run.")
-    ] = 200,
-    repeat: Annotated[int, typer.Option("--repeat", help="Timed runs (median).")] = 5,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
-) -> None:
-    """Measure rebuild time of a long session (algorithm alone, and store read + algorithm +
-    write) and activations rebuilt per CPU-second, on a fresh embedded store.
-
-    Example: skillsight bench rebuild --steps 1000
-    """
-    from skillsight.bench.rebuild import run_rebuild_bench
-
-    try:
-        report = run_rebuild_bench(steps=steps, sessions=sessions, repeat=repeat, console=console)
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(report, indent=2))
-
-
-@bench_app.command("eval")
-def bench_eval(
-    activations: Annotated[
-        int, typer.Option("--activations", help="Synthetic activations per workload.")
-    ] = 5000,
-    selection: Annotated[
-        int,
-        typer.Option("--selection", help="Activations for skill_selection (0 skips the model)."),
-    ] = 300,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
-) -> None:
-    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart.
-
-    Example: skillsight bench eval --activations 5000 --selection 300
-    """
-    from skillsight.bench.eval import run_eval_bench
-
-    try:
-        report = run_eval_bench(activations=activations, selection=selection, console=console)
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(report, indent=2))
-
-
-@bench_app.command("eval-latency")
-def bench_eval_latency(
-    sessions: Annotated[int, typer.Option("--sessions", help="Sessions timed.")] = 20,
-    quiet: Annotated[
-        float, typer.Option("--quiet", help="The service's rebuild quiet period (s).")
-    ] = 0.5,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
-) -> None:
-    """Latency from trace completion (the session's last span acknowledged) to its scores
-    stored, through a real `skillsight serve`, p50/p95 over SESSIONS sessions (target <= 2 s).
-
-    Example: skillsight bench eval-latency --sessions 20
-    """
-    from skillsight.bench.eval_latency import run_eval_latency_bench
-
-    try:
-        report = run_eval_latency_bench(sessions=sessions, quiet_s=quiet, console=console)
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(report, indent=2))
-
-
-bench_app.command("judges")(bench_judges)
-
-
-@bench_app.command("scorecard")
-def bench_scorecard(
-    activations: Annotated[
-        int, typer.Option("--activations", help="Synthetic activations in the store.")
-    ] = 10_000_000,
-    skills: Annotated[int, typer.Option("--skills", help="Skills, with Zipf-like shares.")] = 50,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            "--data",
-            help="Folder of the synthetic store (default: a temporary folder).",
-            show_default=False,
-        ),
-    ] = None,
-    keep: Annotated[
-        bool,
-        typer.Option(
-            "--keep",
-            help="Keep the store after the run and reuse it when it holds the same dataset.",
-        ),
-    ] = False,
-    repeat: Annotated[int, typer.Option("--repeat", help="Warm runs per query.")] = 7,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
-) -> None:
-    """Time skill scorecards (popular and typical skill; 7d, 30d, all) and the gate's read over
-    a synthetic embedded store generated inside ClickHouse (target < 200 ms at 10 million).
-
-    Example: skillsight bench scorecard --activations 10000000 --data /tmp/scorecards --keep
-    """
-    from skillsight.bench.scorecard import run_scorecard_bench
-
-    try:
-        report = run_scorecard_bench(
-            activations=activations,
-            skills=skills,
-            data=data,
-            keep=keep,
-            repeat=repeat,
-            console=console,
+def _checkout_benchmarks() -> typer.Typer:
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "benchmarks" / "cli.py").is_file():
+        raise fail(
+            "the benchmarks run from a source checkout (make bench, or python -m benchmarks); "
+            "this install has none"
         )
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(report, indent=2))
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    module = importlib.import_module("benchmarks.cli")
+    bench_app: typer.Typer = module.app
+    return bench_app
+
+
+@app.command(
+    "bench",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def bench(ctx: typer.Context) -> None:
+    """Benchmarks that measure the targets in DESIGN.md (from a source checkout).
+
+    Example: skillsight bench ingest --spans 300000   (skillsight bench --help lists them)
+    """
+    command = typer.main.get_command(_checkout_benchmarks())
+    command.main(args=ctx.args, prog_name="skillsight bench", standalone_mode=True)

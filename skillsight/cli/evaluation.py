@@ -58,9 +58,9 @@ def eval_run(
 
     Example: skillsight eval run --since 2026-11-01 --evaluator security --data ./skillsight-data
     """
-    from skillsight.collector.store import open_store
-    from skillsight.evaluators._sched_backfill import backfill
-    from skillsight.evaluators._service import service_evaluators
+    from skillsight.evaluators.scheduler import backfill
+    from skillsight.runtime import service_evaluators
+    from skillsight.store import open_store
 
     settings = None
     try:
@@ -121,10 +121,9 @@ def eval_worker(
 
     Example: skillsight eval worker --clickhouse clickhouse://ch:8123/skillsight --worker 0/2
     """
-    from skillsight.collector.worker import parse_shard
-    from skillsight.evaluators._sched_poller import run_eval_worker
+    from skillsight.runtime import Services, parse_shard, run_services
 
-    def ready() -> None:
+    def ready(_: Services) -> None:
         print("SKILLSIGHT_EVAL_WORKER_READY", flush=True)
 
     try:
@@ -135,10 +134,12 @@ def eval_worker(
             eval_worker_index=share[0],
             eval_workers=share[1],
         )
-        scheduler = asyncio.run(run_eval_worker(settings, on_ready=ready))
+        services = asyncio.run(run_services(settings, role="evaluate", on_ready=ready))
     except SkillsightError as exc:
         raise fail(str(exc), 2) from exc
-    stats = scheduler.stats
+    if services.scheduler is None:
+        raise fail("evaluation is disabled (SKILLSIGHT_EVAL_ENABLED=0)", 2)
+    stats = services.scheduler.stats
     console.print(
         f"scored {stats.sessions_scored} sessions, {stats.evaluations_written} evaluations "
         f"({stats.store_failures} sessions failed)",

@@ -1,4 +1,4 @@
-"""``skillsight judges …`` and ``skillsight bench judges``: the LLM judges from the command line.
+"""``skillsight judges …``: the LLM judges from the command line.
 
 Registered on the main app by ``skillsight.cli``; kept here so the CLI module stays a list of
 commands. The judge's litellm import is deferred to the command that needs it.
@@ -14,11 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skillsight.collector.activations import Activation
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import SkillsightError
+from skillsight.rebuild.activations import Activation
 
-__all__ = ["bench_judges", "judges_app"]
+__all__ = ["judges_app"]
 
 judges_app = typer.Typer(
     help="LLM judges: see whether to trust a rubric before gating on it.", no_args_is_help=True
@@ -114,7 +114,7 @@ def judges_calibrate(
             raise fail("no judge model: pass --model or set SKILLSIGHT_JUDGE_MODEL", 2)
         resolve = None
         if data is not None or clickhouse:
-            from skillsight.collector.store import open_store
+            from skillsight.store import open_store
 
             store = open_store(settings)
             opened = store
@@ -168,30 +168,3 @@ def judges_calibrate(
         if e.error:
             err.print(f"{e.evaluator} {e.activation_id}: {e.error}", highlight=False)
     console.print(f"{len(evaluations)} judgements, ${spent:.6f}", style="dim")
-
-
-def bench_judges(
-    activations: Annotated[
-        int, typer.Option("--activations", help="Distinct activations judged.")
-    ] = 200,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Judge calls in flight.")] = 8,
-    rubric: Annotated[str, typer.Option("--rubric", help="Rubric judged.")] = "internal_trajectory",
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
-) -> None:
-    """Measure judge throughput against the scripted OpenAI-compatible server on 127.0.0.1
-    at a concurrency, and what judging adds per activation beyond the model's own answer.
-
-    Example: skillsight bench judges --activations 200 --concurrency 8
-    """
-    from skillsight.bench.judges import run_judges_bench
-
-    try:
-        report = run_judges_bench(
-            activations=activations, concurrency=concurrency, rubric=rubric, console=console
-        )
-    except SkillsightError as exc:
-        raise fail(str(exc)) from exc
-    if as_json:
-        print(json.dumps(report, indent=2))

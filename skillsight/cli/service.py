@@ -72,8 +72,8 @@ def serve(
 
     Example: skillsight serve --data ./skillsight-data --skills ./.claude/skills
     """
-    from skillsight.api.server import Endpoints
-    from skillsight.api.server import serve as run
+    from skillsight.api import Endpoints
+    from skillsight.api import serve as run
 
     try:
         settings = load_settings(
@@ -108,7 +108,7 @@ def serve(
 
 def _read_export_file(path: Path) -> list[tuple[str, bytes, str]]:
     """(signal, body, encoding) of each export request stored in ``path``."""
-    from skillsight.collector import otlp
+    from skillsight.ingest import otlp
 
     raw = path.read_bytes()
     if path.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
@@ -160,9 +160,9 @@ def ingest(
 
     Example: skillsight ingest traces.json logs.pb.gz --data ./skillsight-data
     """
-    from skillsight.collector import otlp
-    from skillsight.collector.rows import EVENT_SCHEMA, SPAN_SCHEMA
-    from skillsight.collector.store import open_store
+    from skillsight.ingest import otlp
+    from skillsight.store import open_store
+    from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
     try:
         settings = load_settings(data=data, clickhouse=clickhouse)
@@ -234,7 +234,7 @@ def spans(
         except SkillsightError as exc:
             raise fail(str(exc)) from exc
     else:
-        from skillsight.api.models import span_out
+        from skillsight.reports import span_out
 
         with opened_store(data, clickhouse) as store:
             rows = [
@@ -289,7 +289,8 @@ def rebuild(
 
     Example: skillsight rebuild --data ./skillsight-data
     """
-    from skillsight.collector.finalizer import default_rebuild, rebuild_sessions, store_catalogue
+    from skillsight.rebuild.catalogue import store_catalogue
+    from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
 
     with opened_store(data, clickhouse) as store:
         try:
@@ -332,16 +333,21 @@ def worker(
 
     Example: skillsight worker --clickhouse clickhouse://ch:8123/skillsight --shard 0/2
     """
-    from skillsight.collector.worker import parse_shard, run_worker
+    from skillsight.runtime import Services, parse_shard, run_services
 
-    def ready() -> None:
+    def ready(_: Services) -> None:
         print("SKILLSIGHT_WORKER_READY", flush=True)
 
     try:
         settings = load_settings(data=data, clickhouse=clickhouse)
-        finalizer = asyncio.run(run_worker(settings, shard=parse_shard(shard), on_ready=ready))
+        services = asyncio.run(
+            run_services(settings, role="rebuild", shard=parse_shard(shard), on_ready=ready)
+        )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
+    finalizer = services.finalizer
+    if finalizer is None:
+        raise fail("rebuilding is disabled (SKILLSIGHT_REBUILD_ENABLED=0)")
     console.print(
         f"rebuilt {finalizer.stats.sessions_rebuilt} sessions ({finalizer.stats.errors} errors)",
         highlight=False,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators._calls import arguments, workspace_of
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.rebuild.activations import Activation
 from skillsight.skills import AllowedTools
 
 

@@ -12,8 +12,8 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from skillsight.collector.activations import Activation, ToolCall
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.rebuild.activations import Activation, ToolCall
 
 # Argument keys that hold a shell command line, across agents (Claude Code Bash, Codex shell).
 _COMMAND_KEYS = ("command", "cmd")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from skillsight.collector.activations import VisibleSkill
 from skillsight.evaluators._baseline import Baseline
 from skillsight.evaluators._embedding import Embedder
+from skillsight.rebuild.activations import VisibleSkill
 from skillsight.skills import SkillManifest
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators._baseline import Baseline, total_tokens
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.rebuild.activations import Activation
 
 ETA = 50.0
 """Sub-score (of 100) at the median."""

@@ -13,7 +13,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext
 from skillsight.evaluators._model import (
     ERROR,
@@ -23,6 +22,7 @@ from skillsight.evaluators._model import (
     Evidence,
     Finding,
 )
+from skillsight.rebuild.activations import Activation
 
 
 class Evaluator(ABC):

@@ -19,12 +19,12 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators._calls import FILE_TOOLS, CallView, call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._script_execution import expected_scripts, runs_among
+from skillsight.rebuild.activations import Activation
 
 # Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")

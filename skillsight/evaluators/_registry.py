@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from skillsight.collector.activations import Activation
 from skillsight.errors import EvaluatorError
 from skillsight.evaluators._allowed_tools import AllowedToolsEvaluator
 from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext
@@ -16,6 +15,7 @@ from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
 from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
 from skillsight.evaluators.security import SecurityEvaluator
+from skillsight.rebuild.activations import Activation
 
 DETERMINISTIC: tuple[str, ...] = (
     "allowed_tools",

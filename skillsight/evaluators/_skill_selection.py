@@ -20,11 +20,11 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from skillsight.collector.activations import Activation, VisibleSkill
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._embedding import Embedder, cosine
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.rebuild.activations import Activation, VisibleSkill
 
 FIT = 0.3
 """Cosine similarity from which a description fits the request (MiniLM: unrelated texts stay

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillsight.demo.third_party import INSTRUMENTORS, run_instrumented_demo
-from skillsight.demo.workload import DemoResult, Protocol, run_demo
+from demo.third_party import INSTRUMENTORS, run_instrumented_demo
+from demo.workload import DemoResult, Protocol, run_demo
 
 from .otlp_capture import Capture, OtlpCapture, iter_log_records, iter_spans
 
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out: Path = args.out
     if args.scenarios is not None:
-        from skillsight.demo.scenarios import SCENARIOS
+        from demo.scenarios import SCENARIOS
 
         from .scenario_captures import capture_scenarios
 

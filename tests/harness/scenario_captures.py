@@ -1,4 +1,4 @@
-"""Record every scenario of ``skillsight.demo.scenarios`` as OTLP captures plus a manifest.
+"""Record every scenario of ``demo.scenarios`` as OTLP captures plus a manifest.
 
 ``python -m tests.harness.make_captures --scenarios [NAME ...]`` runs this. For each scenario
 it plays the session twice with the real Claude Code CLI: once exporting Claude Code's native
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillsight.demo.scenarios import (
+from demo.scenarios import (
     ScenarioResult,
     executed_facts,
     mismatches,

@@ -29,13 +29,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from skillsight.collector.activations import Activation
-from skillsight.collector.activations.extract import extract_activations
-from skillsight.collector.trajectories import atif
 from skillsight.errors import EvaluatorError
 from skillsight.evaluators import Evaluation, Registry
 from skillsight.evaluators.judges._context import JudgeContext, SkillRubric
 from skillsight.evaluators.judges._judge import JudgeEvaluator
+from skillsight.rebuild.activations import Activation
+from skillsight.rebuild.activations.extract import extract_activations
+from skillsight.rebuild.trajectories import atif
 
 LABELS: tuple[str, str] = ("pass", "fail")
 _YES = {"pass", "true", "yes", "1", "passed"}

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from skillsight.collector.trajectories.atif import Trajectory
 from skillsight.evaluators import EvaluationContext
+from skillsight.rebuild.trajectories.atif import Trajectory
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators import Finding
 from skillsight.evaluators.judges._rubric import Check
+from skillsight.rebuild.activations import Activation
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators import EMPTY_CONTEXT, ERROR, Evaluation, EvaluationContext, Evaluator
 from skillsight.evaluators.judges._budget import SpendCap
 from skillsight.evaluators.judges._cache import CacheKey, VerdictCache, inputs_hash
@@ -31,6 +30,7 @@ from skillsight.evaluators.judges._fence import PLACEHOLDER, new_boundary, seal
 from skillsight.evaluators.judges._render import render_inputs
 from skillsight.evaluators.judges._rubric import Check, Rubric, system_prompt
 from skillsight.evaluators.judges._verdicts import SCHEMAS
+from skillsight.rebuild.activations import Activation
 
 NOT_EVALUATED = "not_evaluated"
 """Label of an activation the judge did not look at (the spend cap was reached)."""

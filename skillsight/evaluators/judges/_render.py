@@ -17,12 +17,12 @@ import json
 from dataclasses import dataclass
 from itertools import groupby
 
-from skillsight.collector.activations import Activation, ToolCall
-from skillsight.collector.trajectories.atif import Step, Trajectory
 from skillsight.evaluators import EvaluationContext
 from skillsight.evaluators.judges._context import JudgeContext
 from skillsight.evaluators.judges._fence import clip, fence
 from skillsight.evaluators.judges._rubric import Rubric
+from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.rebuild.trajectories.atif import Step, Trajectory
 
 KEEP_AT_ENDS = 2
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from skillsight.collector.activations import Activation
 from skillsight.evaluators._calls import FILE_TOOLS, call_view, paths_in, skill_dir, workspace_of
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
@@ -32,6 +31,7 @@ from skillsight.evaluators.security._content import (
 )
 from skillsight.evaluators.security._roots import Roots, may_be_sensitive, sensitive_reference
 from skillsight.evaluators.security._secrets import SecretMatch, find_secrets, may_hold_secrets
+from skillsight.rebuild.activations import Activation
 
 WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.2, "info": 0.0}
 

@@ -1,0 +1,189 @@
+"""``skillsight bench rebuild``: how fast a completed session becomes trajectory + activations.
+
+On a fresh embedded store (chdb in this process, so process CPU time counts ClickHouse's work
+too) it measures, for one long session (default 1,000 steps):
+
+- the algorithm alone (``rebuild_session`` on rows already read), and
+- the finalizer's whole pass: read the session's rows from the store, rebuild, write the
+  trajectory and activation rows;
+
+then the throughput of the finalizer's pass over many short sessions, as activations rebuilt per
+CPU-second (per core). Sessions are synthetic rows shaped like Claude Code's native telemetry
+(:mod:`benchmarks.sessions`), inserted through the store's normal raw-row insert so that
+normalization runs as for real ingest.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.sessions import synthetic_session
+from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
+from skillsight.store import EmbeddedStore, Store
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA, event_columns, span_columns
+
+_SPAN_SCALARS = ("trace_id", "span_id", "parent_span_id", "name", "kind", "status_code")
+
+
+def raw_tables(
+    project_id: str, spans: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> tuple[pa.Table, pa.Table]:
+    """Normalized-looking rows back into the raw columns the decoders produce."""
+    span_cols = span_columns()
+    for span in spans:
+        data = span_cols.data
+        data["project_id"].append(project_id)
+        for name in _SPAN_SCALARS:
+            data[name].append(span[name])
+        data["start_ns"].append(int(span["start_time_unix_nano"]))
+        data["end_ns"].append(int(span["end_time_unix_nano"]))
+        data["status_message"].append(span["status_message"])
+        data["scope_name"].append(span["scope_name"])
+        data["scope_version"].append("")
+        data["span_events"].append(span["span_events"])
+        data["links"].append(span["links"])
+        _attributes(span_cols, span["attributes"], span["resource_attributes"])
+    event_cols = event_columns()
+    for event in events:
+        data = event_cols.data
+        data["project_id"].append(project_id)
+        data["record_id"].append(event["record_id"])
+        data["time_ns"].append(int(event["time_unix_nano"]))
+        data["observed_ns"].append(int(event["time_unix_nano"]))
+        data["trace_id"].append(event["trace_id"])
+        data["span_id"].append(event["span_id"])
+        data["severity_number"].append(int(event["severity_number"]))
+        data["severity_text"].append(event["severity_text"])
+        data["event_name"].append(event["event_name"])
+        data["body"].append(event["body"])
+        data["scope_name"].append(event["scope_name"])
+        attributes = {"event.name": event["event_name"].removeprefix("claude_code.")}
+        _attributes(event_cols, {**attributes, **event["attributes"]}, event["resource_attributes"])
+    return span_cols.to_arrow(SPAN_SCHEMA), event_cols.to_arrow(EVENT_SCHEMA)
+
+
+def _attributes(columns: Any, attributes: dict[str, str], resource: dict[str, str]) -> None:
+    columns.add_list("attr_keys", list(attributes))
+    columns.add_list("attr_values", [str(v) for v in attributes.values()])
+    columns.add_list("res_keys", list(resource))
+    columns.add_list("res_values", [str(v) for v in resource.values()])
+
+
+def _insert_session(store: Store, project_id: str, steps: int, skill_every: int, seed: int) -> str:
+    session_id = f"00000000-0000-4000-8000-{seed:012d}"
+    spans, events = synthetic_session(
+        steps, skill_every=skill_every, seed=seed, session_id=session_id
+    )
+    span_table, event_table = raw_tables(project_id, spans, events)
+    store.insert_spans(span_table)
+    store.insert_events(event_table)
+    return session_id
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds of ``repeat`` runs."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def run_rebuild_bench(
+    *,
+    steps: int = 1000,
+    skill_every: int = 10,
+    repeat: int = 5,
+    sessions: int = 200,
+    session_steps: int = 20,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Measure and print; returns the numbers (for ``--json`` and tests)."""
+    console = console or Console()
+    rebuild = default_rebuild()
+    with tempfile.TemporaryDirectory(prefix="skillsight-bench-rebuild-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "store")
+        try:
+            store.migrate()
+            long_session = _insert_session(store, "bench", steps, skill_every, seed=1)
+            spans, events = store.session_rows("bench", long_session)
+            result = rebuild(spans, events, project_id="bench", session_id=long_session)
+            activations = len(result.activations)
+            algorithm_s, _ = _timed(
+                lambda: rebuild(spans, events, project_id="bench", session_id=long_session),
+                repeat,
+            )
+            key = [("bench", long_session, 0)]
+            full_s, _ = _timed(lambda: rebuild_sessions(store, key, rebuild=rebuild), repeat)
+
+            keys = [
+                ("many", _insert_session(store, "many", session_steps, 5, seed=100 + i), 0)
+                for i in range(sessions)
+            ]
+            rows = [store.session_rows("many", key) for _, key, _ in keys]
+            cpu = time.process_time()
+            built = [
+                rebuild(s, e, project_id="many", session_id=k[1])
+                for (s, e), k in zip(rows, keys, strict=True)
+            ]
+            algorithm_cpu = time.process_time() - cpu
+            cpu = time.process_time()
+            outcomes, _ = rebuild_sessions(store, keys, rebuild=rebuild)
+            pass_cpu = time.process_time() - cpu
+            many_activations = sum(len(b.activations) for b in built)
+            assert (
+                sum(len(o.rebuilt.activations) for o in outcomes if o.rebuilt) == many_activations
+            )
+        finally:
+            store.close()
+    report = {
+        "steps": steps,
+        "spans": len(spans),
+        "events": len(events),
+        "trajectory_steps": len(result.trajectory.steps),  # type: ignore[attr-defined]
+        "activations": activations,
+        "algorithm_ms": round(algorithm_s * 1000, 1),
+        "read_rebuild_write_ms": round(full_s * 1000, 1),
+        "sessions": sessions,
+        "session_steps": session_steps,
+        "many_activations": many_activations,
+        "activations_per_cpu_s_algorithm": round(many_activations / algorithm_cpu),
+        "activations_per_cpu_s_pass": round(many_activations / pass_cpu),
+    }
+    _print(console, report)
+    return report
+
+
+def _print(console: Console, r: dict[str, Any]) -> None:
+    table = Table(title="rebuild benchmark (embedded store)", box=None, header_style="bold")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row(
+        f"session of {r['steps']} steps ({r['spans']} spans, {r['events']} events)",
+        f"{r['trajectory_steps']} ATIF steps, {r['activations']} activations",
+    )
+    table.add_row("  algorithm alone (median)", f"{r['algorithm_ms']} ms")
+    table.add_row("  store read + algorithm + write (median)", f"{r['read_rebuild_write_ms']} ms")
+    table.add_row(
+        f"{r['sessions']} sessions of {r['session_steps']} steps",
+        f"{r['many_activations']} activations",
+    )
+    table.add_row(
+        "  activations / CPU-second, algorithm", f"{r['activations_per_cpu_s_algorithm']:,}"
+    )
+    table.add_row(
+        "  activations / CPU-second, read + rebuild + write",
+        f"{r['activations_per_cpu_s_pass']:,}",
+    )
+    console.print(table)

@@ -1,0 +1,277 @@
+"""``skillsight bench scorecard``: skill scorecard and gate queries over millions of activations.
+
+DESIGN.md's target: a skill's scorecard in under 200 ms over 10 million activations. The bench
+writes a synthetic store on the embedded engine (generated inside ClickHouse, see
+:mod:`benchmarks.synthetic_store`): activations spread over 50 skills with Zipf-like
+shares (the most popular skill holds about a fifth of them), three versions per skill, 90 days of
+starts, the seven deterministic evaluators' rows per activation, a few rescored. It then times
+the scorecard of the popular skill and of a typical one (the median share) at three windows,
+through :func:`skillsight.reports._scorecard.scorecard` (what the API route runs), and the gate's
+below-threshold read. Each query's first run is reported apart (cold: marks and the page cache
+not yet warm for it); the median and p95 are over the warm runs after it.
+
+Generating 10 million activations takes minutes, so ``--keep`` keeps the store (and a manifest of
+what it holds) and the next run with the same ``--activations`` reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.eval import _machine
+from benchmarks.synthetic_store import (
+    SyntheticPlan,
+    fill_synthetic_scorecards,
+    synthetic_counts,
+    synthetic_rows,
+)
+from skillsight.errors import SkillsightError
+from skillsight.reports import scorecard, window_start
+from skillsight.store import EmbeddedStore, Store
+
+PROJECT = "bench"
+TARGET_MS = 200.0
+WINDOWS = ("7d", "30d", "all")
+MANIFEST = "scorecard-bench.json"
+DEFAULT_KEPT = Path(tempfile.gettempdir()) / "skillsight-bench-scorecard"
+
+
+def zipf_counts(activations: int, skills: int, exponent: float = 1.0) -> list[int]:
+    """Activations per skill, rank k holding a share proportional to 1 / k**exponent; the
+    rounding remainder goes to the most popular skill so the counts add up exactly."""
+    if activations < skills or skills < 2:
+        raise SkillsightError(
+            f"need at least 2 skills and one activation per skill "
+            f"({activations} activations over {skills} skills)"
+        )
+    weights = [1 / (rank**exponent) for rank in range(1, skills + 1)]
+    total = sum(weights)
+    counts = [max(1, int(activations * w / total)) for w in weights]
+    counts[0] += activations - sum(counts)
+    return counts
+
+
+def skill_names(skills: int) -> tuple[str, ...]:
+    return tuple(f"skill-{rank:02d}" for rank in range(skills))
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile: the smallest value at or above a share q of the runs."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _timed(run: Callable[[], Any], repeat: int) -> tuple[Any, dict[str, float]]:
+    started = time.perf_counter()
+    result = run()
+    cold = time.perf_counter() - started
+    warm = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        warm.append(time.perf_counter() - started)
+    return result, {
+        "cold_ms": round(cold * 1000, 1),
+        "median_ms": round(statistics.median(warm) * 1000, 1),
+        "p95_ms": round(_percentile(warm, 0.95) * 1000, 1),
+    }
+
+
+def _dataset(store: Store, folder: Path, plan: SyntheticPlan, console: Console) -> dict[str, Any]:
+    """The store's dataset: reused when its manifest matches the plan, else generated now."""
+    manifest = folder / MANIFEST
+    if manifest.is_file():
+        kept = json.loads(manifest.read_text(encoding="utf-8"))
+        if kept["activations"] == plan.activations and kept["skills"] == len(plan.skills):
+            console.print(
+                f"reusing {plan.activations:,} activations generated {kept['generated_at']} "
+                f"in {folder}"
+            )
+            return {**kept, "reused": True}
+        raise SkillsightError(
+            f"{folder} holds a scorecard dataset of {kept['activations']:,} activations over "
+            f"{kept['skills']} skills, not {plan.activations:,} over {len(plan.skills)}: "
+            "pass another --data folder or delete that one"
+        )
+    if synthetic_rows(store, plan.project_id):
+        raise SkillsightError(
+            f"{folder} already holds activations of project {plan.project_id!r} but no "
+            f"{MANIFEST}: pass an empty --data folder"
+        )
+    console.print(
+        f"generating {plan.activations:,} activations over {len(plan.skills)} skills in {folder} …"
+    )
+    started = time.perf_counter()
+    fill_synthetic_scorecards(store, plan)
+    generated_s = time.perf_counter() - started
+    counts, per_skill = synthetic_counts(store, plan.project_id)
+    description = {
+        "activations": plan.activations,
+        "skills": len(plan.skills),
+        "end_us": plan.end_us,
+        "days": plan.days,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generated_s": round(generated_s, 1),
+        **counts,
+        "per_skill": per_skill,
+    }
+    manifest.write_text(json.dumps(description, indent=2), encoding="utf-8")
+    console.print(
+        f"generated in {generated_s:,.1f} s: {counts['activation_rows']:,} activation rows, "
+        f"{counts['evaluation_rows']:,} evaluation rows "
+        f"({counts['evaluation_keys']:,} (activation, evaluator) keys)"
+    )
+    return {**description, "reused": False}
+
+
+def run_scorecard_bench(
+    *,
+    activations: int,
+    skills: int = 50,
+    data: Path | None = None,
+    keep: bool = False,
+    repeat: int = 7,
+    console: Console,
+) -> dict[str, Any]:
+    """Generate (or reuse) the dataset, time the queries, print the report and return it."""
+    if repeat < 1:
+        raise SkillsightError("--repeat must be at least 1")
+    counts = zipf_counts(activations, skills)
+    names = skill_names(skills)
+    if keep:
+        folder = data or DEFAULT_KEPT
+    else:  # a folder of its own, removed afterwards, whatever else --data holds
+        if data is not None:
+            data.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="scorecard-bench-", dir=data))
+    machine = _machine()
+    console.print(
+        f"machine: {machine['cpus']} CPUs ({machine['processor']}), load average "
+        f"{machine['load_average_1m']} at the start"
+    )
+    store = EmbeddedStore(folder)
+    try:
+        store.migrate()
+        plan = SyntheticPlan(
+            PROJECT, names, tuple(counts), end_us=int(datetime.now(UTC).timestamp() * 1e6)
+        )
+        dataset = _dataset(store, folder, plan, console)
+        end = datetime.fromtimestamp(dataset["end_us"] / 1e6, UTC)
+        per_skill: dict[str, int] = dataset["per_skill"]
+        popular, typical = names[0], names[len(names) // 2]
+        queries = _time_queries(store, {"popular": popular, "typical": typical}, end, repeat)
+    finally:
+        store.close()
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    report = {
+        "machine": machine,
+        "target_ms": TARGET_MS,
+        "repeat": repeat,
+        "dataset": {**dataset, "data_dir": str(folder)},
+        "skills": {
+            role: {
+                "name": name,
+                "activations": per_skill[name],
+                "share": round(per_skill[name] / activations, 4),
+            }
+            for role, name in (("popular", popular), ("typical", typical))
+        },
+        "queries": queries,
+    }
+    _print(report, console)
+    return report
+
+
+def _time_queries(
+    store: Store, skills: dict[str, str], end: datetime, repeat: int
+) -> list[dict[str, Any]]:
+    out = []
+    for role, skill in skills.items():
+        for window in WINDOWS:
+            since = window_start(window, end)
+
+            def card(skill: str = skill, window: str = window, since: Any = since) -> Any:
+                return scorecard(store, PROJECT, skill, window=window, since=since)
+
+            result, times = _timed(card, repeat)
+            out.append(
+                {
+                    "query": "scorecard",
+                    "skill": role,
+                    "window": window,
+                    "activations": result.activations,
+                    **times,
+                }
+            )
+        since = window_start("30d", end)
+
+        def below(skill: str = skill, since: Any = since) -> Any:
+            # what `skillsight gate` reads for a failing threshold (its limit is 20)
+            return store.evaluations_below(
+                PROJECT, skill, 1.0, evaluator="security", since=since, limit=20
+            )
+
+        rows, times = _timed(below, repeat)
+        out.append(
+            {
+                "query": "gate_below",
+                "skill": role,
+                "window": "30d",
+                "rows": len(rows),
+                **times,
+            }
+        )
+    return out
+
+
+def _print(report: dict[str, Any], console: Console) -> None:
+    dataset = report["dataset"]
+    table = Table(
+        title=f"scorecard queries over {dataset['activations']:,} activations "
+        f"({dataset['evaluation_rows']:,} evaluation rows), {report['repeat']} warm runs each"
+    )
+    for column in (
+        "query",
+        "skill",
+        "window",
+        "activations / rows",
+        "cold ms",
+        "median ms",
+        "p95 ms",
+    ):
+        table.add_column(column, justify="left" if column in ("query", "skill") else "right")
+    for q in report["queries"]:
+        skill = report["skills"][q["skill"]]
+        table.add_row(
+            q["query"],
+            f"{q['skill']} ({skill['name']}, {skill['share']:.1%})",
+            q["window"],
+            f"{q.get('activations', q.get('rows')):,}",
+            f"{q['cold_ms']:,.1f}",
+            f"{q['median_ms']:,.1f}",
+            f"{q['p95_ms']:,.1f}",
+        )
+    console.print(table)
+    if dataset["reused"]:
+        console.print(f"dataset reused (generated in {dataset['generated_s']:,.1f} s)")
+    else:
+        console.print(f"dataset generated in {dataset['generated_s']:,.1f} s")
+    worst = max(q["median_ms"] for q in report["queries"])
+    verdict = "meets" if worst < report["target_ms"] else "misses"
+    console.print(
+        f"[bold]slowest median {worst:,.1f} ms: {verdict} the {report['target_ms']:.0f} ms "
+        "target[/]"
+    )

@@ -1,0 +1,34 @@
+"""What every route depends on: the caller's project and the process's services."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from skillsight.runtime import Services
+from skillsight.store import Store
+from skillsight.tenancy import Unauthenticated, project_for
+
+
+def services_of(request: Request) -> Services:
+    """The services the app was started with (set when its lifespan starts)."""
+    services: Services = request.app.state.services
+    return services
+
+
+def store_of(request: Request) -> Store:
+    return services_of(request).store
+
+
+def project_of(request: Request) -> str:
+    """The caller's project, from its API key (``default`` when no keys are configured)."""
+    try:
+        return project_for(services_of(request).settings.api_keys, request.headers)
+    except Unauthenticated as exc:
+        raise HTTPException(401, str(exc)) from exc
+
+
+ProjectId = Annotated[str, Depends(project_of)]
+StoreDep = Annotated[Store, Depends(store_of)]
+ServicesDep = Annotated[Services, Depends(services_of)]

@@ -1,0 +1,16 @@
+"""The REST routes, one module per resource."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from skillsight.api._routes import activations, health, skills, telemetry
+
+ROUTERS: tuple[APIRouter, ...] = (
+    health.router,
+    telemetry.router,
+    skills.router,
+    activations.router,
+)
+
+__all__ = ["ROUTERS"]

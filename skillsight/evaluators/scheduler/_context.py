@@ -1,0 +1,173 @@
+"""What the scheduler knows about an activation beyond its record: the evaluation context.
+
+- the project's skill catalogue (``Store.skill_contracts``, re-read every ``catalogue_ttl_s``):
+  the skills the agent could see, for telemetry that does not list them;
+- the skill's manifest, when its SKILL.md is readable on this machine (the catalogue's source
+  URI, else the activation's contract) and is the version the activation ran;
+- the project's rolling per-skill baseline of earlier activations. Online (``seed=True``), a
+  skill's baseline starts from the activations already stored the first time the skill is seen,
+  so a restarted service (or one of several workers) compares with history at once rather than
+  after five new activations; the activation being scored is never part of its own baseline.
+
+Thread-safe: worker threads of the scheduler build contexts at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from skillsight.errors import SkillError
+from skillsight.evaluators._baseline import RollingBaseline
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators.judges import judge_context
+from skillsight.rebuild.activations import Activation, VisibleSkill
+from skillsight.rebuild.trajectories.atif import Trajectory
+from skillsight.skills import SkillManifest, load_skill
+from skillsight.store import Store
+
+log = logging.getLogger(__name__)
+
+_OBSERVED_MAX = 100_000  # activation ids remembered so a rescored one is not counted twice
+
+
+def skill_folder(source_uri: str) -> Path | None:
+    """The local folder a ``file:`` URI (or absolute path) of a skill names, if any."""
+    if not source_uri:
+        return None
+    path = unquote(urlsplit(source_uri).path) if source_uri.startswith("file:") else source_uri
+    if not path.startswith("/"):
+        return None
+    folder = Path(path)
+    return folder.parent if folder.name == "SKILL.md" else folder
+
+
+class ContextAssembler:
+    """Builds an :class:`EvaluationContext` per activation; caches what it reads."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        catalogue_ttl_s: float = 10.0,
+        seed: bool = True,
+        trajectories: bool = False,
+    ) -> None:
+        self.store = store
+        self.catalogue_ttl_s = catalogue_ttl_s
+        self.seed = seed
+        self.trajectories = trajectories
+        """Also read the session's trajectory (for judges whose prompt shows it)."""
+        self._seeded: set[tuple[str, str]] = set()
+        self._catalogues: dict[str, tuple[float, Mapping[str, dict[str, Any]]]] = {}
+        self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
+        self._baselines: dict[str, RollingBaseline] = {}
+        self._observed: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def catalogue(self, project_id: str) -> Mapping[str, dict[str, Any]]:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._catalogues.get(project_id)
+        if cached is not None and now - cached[0] < self.catalogue_ttl_s:
+            return cached[1]
+        entries = self.store.skill_contracts(project_id)
+        with self._lock:
+            self._catalogues[project_id] = (now, entries)
+        return entries
+
+    def context(self, activation: Activation) -> EvaluationContext:
+        """The activation's context; the baseline is the one *before* it is observed."""
+        entries = self.catalogue(activation.project_id)
+        visible = tuple(
+            VisibleSkill(name=name, description=str(entry.get("description") or ""))
+            for name, entry in sorted(entries.items())
+        )
+        entry = entries.get(activation.skill_name) or {}
+        uri = str(entry.get("source_uri") or "")
+        if not uri and activation.contract is not None:
+            uri = activation.contract.source_uri
+        manifest = self._manifest(skill_folder(uri))
+        if (
+            manifest is not None
+            and activation.skill_version
+            and manifest.version != activation.skill_version
+        ):
+            manifest = None  # the folder changed since it ran: judge by the record alone
+        if self.seed:
+            self._seed(activation)
+        context = EvaluationContext(
+            manifest=manifest,
+            baseline=self._baseline(activation.project_id).get(activation.skill_name),
+            catalogue=visible,
+        )
+        if not self.trajectories:
+            return context
+        return judge_context(context, trajectory=self._trajectory(activation))
+
+    def _trajectory(self, activation: Activation) -> Trajectory | None:
+        document = self.store.get_trajectory(activation.project_id, activation.session_id)
+        if document is None:
+            return None
+        try:
+            return Trajectory.model_validate_json(document)
+        except ValueError:
+            log.warning("stored trajectory of session %s does not parse", activation.session_id)
+            return None
+
+    def observe(self, activation: Activation) -> None:
+        """Add a scored activation to its skill's baseline (once, however often rescored)."""
+        with self._lock:
+            if activation.activation_id in self._observed:
+                return
+            self._observed[activation.activation_id] = None
+            while len(self._observed) > _OBSERVED_MAX:
+                self._observed.popitem(last=False)
+        self._baseline(activation.project_id).observe(activation)
+
+    def _seed(self, activation: Activation) -> None:
+        key = (activation.project_id, activation.skill_name)
+        with self._lock:
+            if key in self._seeded:
+                return
+            self._seeded.add(key)
+        baseline = self._baseline(activation.project_id)
+        stored = self.store.list_activations(
+            activation.project_id, skill=activation.skill_name, limit=baseline.window
+        )
+        for earlier in reversed(stored):  # oldest first, as they were observed
+            if earlier.activation_id != activation.activation_id:
+                self.observe(earlier)
+
+    def _baseline(self, project_id: str) -> RollingBaseline:
+        with self._lock:
+            baseline = self._baselines.get(project_id)
+            if baseline is None:
+                baseline = self._baselines[project_id] = RollingBaseline()
+            return baseline
+
+    def _manifest(self, folder: Path | None) -> SkillManifest | None:
+        if folder is None:
+            return None
+        try:
+            stamp = (folder / "SKILL.md").stat().st_mtime_ns
+        except OSError:
+            return None
+        key = (folder, stamp)
+        with self._lock:
+            if key in self._manifests:
+                return self._manifests[key]
+        try:
+            manifest: SkillManifest | None = load_skill(folder)
+        except (SkillError, OSError) as exc:
+            log.warning("cannot load the skill in %s: %s", folder, exc)
+            manifest = None
+        with self._lock:
+            self._manifests[key] = manifest
+        return manifest

@@ -1,0 +1,166 @@
+"""Skill activations from a session's ATIF trajectory: one algorithm for every source.
+
+DESIGN.md, *Skill activations*, and docs/activations.md give the rules; in short, per agent
+context (the main agent, each subagent run):
+
+- **start**: a ``Skill`` call (input ``skill``, older CLIs ``command``), a ``Read`` of
+  ``…/skills/<name>/SKILL.md``, a ``load_skill`` call, an explicit activation span, or a Claude
+  Code ``skill_activated`` event no Skill call accounts for. Inside a subagent every activation
+  is triggered by the delegating ``Task``/``Agent`` call (trigger ``subagent``).
+- **internal trajectory**: the calls and messages after the start, until the next start (a
+  start marked nested keeps its parent open), the end of the agent's turn (a message with no
+  tool calls), a new user message, or the end of the context. An explicit span bounds exactly:
+  its descendants, nothing else.
+- **integration**: the first agent message after the internal trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from skillsight.rebuild.activations._bounds import explicit_activations, inferred_activations
+from skillsight.rebuild.activations._record import (
+    Context,
+    build_activation,
+    request_before,
+    visible_skills,
+)
+from skillsight.rebuild.activations._timeline import Extent, Item, Start, find_starts, items_of
+from skillsight.rebuild.catalogue import Catalogue
+from skillsight.rebuild.trajectories import atif
+from skillsight.store.records import Activation, SkillContract, activation_id
+
+
+def extract_activations(
+    trajectory: atif.Trajectory,
+    *,
+    project_id: str = "default",
+    catalogue: Mapping[str, SkillContract] | None = None,
+) -> list[Activation]:
+    """Every activation in the session, ordered by start (nested ones after their parent).
+
+    ``catalogue``: a :class:`Catalogue`, or a plain ``{name: contract}`` (one version per
+    skill); each activation is joined to it as :meth:`Catalogue.contract` says.
+    """
+    context = Context(
+        trajectory=trajectory,
+        session_id=trajectory.session_id or trajectory.trajectory_id or "",
+        project_id=project_id,
+        catalogue=Catalogue.of(catalogue),
+        visible=visible_skills(trajectory),
+        agent=trajectory.agent.name,
+    )
+    _walk(context)
+    return context.out
+
+
+def _walk(context: Context) -> None:
+    trajectory = context.trajectory
+    items = items_of(trajectory)
+    spans = {s["span_id"]: s for s in (trajectory.extra or {}).get("skill_activations", [])}
+    starts = find_starts(items, spans)
+    claimed: set[int] = set()
+    for activation in explicit_activations(context, items, spans, claimed):
+        context.out.append(activation)
+    for index in claimed:  # a loading call a span accounts for starts nothing else
+        starts.pop(index, None)
+    for activation in inferred_activations(context, items, starts):
+        context.out.append(activation)
+    subs = {s.trajectory_id: s for s in trajectory.subagent_trajectories or ()}
+    for index, item in enumerate(items):
+        if item.call is None or item.result is None:
+            continue
+        for ref in item.result.subagent_trajectory_ref or ():
+            sub = subs.get(ref.trajectory_id or "")
+            if sub is None:
+                continue
+            child = Context(
+                trajectory=sub,
+                session_id=context.session_id,
+                project_id=context.project_id,
+                catalogue=context.catalogue,
+                visible=visible_skills(sub) or context.visible,
+                agent=context.agent,
+                subagent=sub.agent.name,
+                decision=item.call,
+            )
+            _walk(child)
+            if not child.out:
+                preloaded = _preloaded(child)
+                if preloaded is not None:
+                    child.out.append(preloaded)
+            integration = _next_message(items, index)
+            context.out.extend(
+                _delegated(activation, context, item, integration) for activation in child.out
+            )
+
+
+def _next_message(items: list[Item], index: int) -> Item | None:
+    """The first agent message with text (or unlogged text) after ``items[index]``."""
+    for item in items[index + 1 :]:
+        if item.kind == "user":
+            return None
+        logged = (item.step.extra or {}).get("message_logged", True) is not False
+        later = item.step.step_id > items[index].step.step_id
+        if item.kind == "message" and later and (item.step.message or not logged):
+            return item
+    return None
+
+
+def _delegated(
+    activation: Activation, parent: Context, task: Item, integration: Item | None
+) -> Activation:
+    """An activation inside a subagent, seen from the agent that delegated to it.
+
+    The decision is the ``Task``/``Agent`` call; the integration is what the delegating agent
+    said after the subagent returned. Activations already delegated (a subagent's subagent)
+    keep their own decision.
+    """
+    if activation.trigger == "subagent" and activation.decision_trajectory_id != (
+        activation.trajectory_id
+    ):
+        return activation
+    assert task.call is not None
+    load = activation.load_call_id
+    request, logged = request_before(parent, task.step)
+    text = None
+    if integration is not None:
+        logged = (integration.step.extra or {}).get("message_logged", True) is not False
+        text = integration.step.message if logged else None
+    return activation.model_copy(
+        update={
+            "activation_id": activation_id(
+                activation.trace_id or activation.session_id, load or task.call.tool_call_id
+            ),
+            "trigger": "subagent",
+            "trigger_call_id": task.call.tool_call_id,
+            "trigger_step_id": task.step.step_id,
+            "decision_trajectory_id": parent.trajectory.trajectory_id or "",
+            "integration_message": text,
+            "integration_step_id": integration.step.step_id if integration else None,
+            # the user's request, which the delegating agent decided on (not the task prompt)
+            "request": request,
+            "request_logged": logged,
+        }
+    )
+
+
+def _preloaded(context: Context) -> Activation | None:
+    """A subagent that ran with a skill but never loaded one: its definition preloaded it."""
+    skills = [
+        str((s.extra or {}).get("active_skill"))
+        for s in context.trajectory.steps
+        if (s.extra or {}).get("active_skill")
+    ]
+    if not skills or context.decision is None or not context.trajectory.steps:
+        return None
+    items = items_of(context.trajectory)
+    first = items[0]
+    start = Start(skills[0], "subagent", first, 0)
+    current = Extent(start, None)
+    current.calls = [i for i in items if i.kind == "call"]
+    current.messages = [i for i in items if i.kind == "message" and not i.final]
+    current.integration = next((i for i in reversed(items) if i.final), None)
+    current.reason = "turn_end" if current.integration else "end"
+    activation = build_activation(context, items, current, {})
+    return activation.model_copy(update={"mechanism": "preloaded", "load_call_id": ""})

@@ -1,0 +1,383 @@
+"""The trace finalizer: rebuilds a session's trajectory and activations once it is complete.
+
+A *session* is keyed by its session id, else by its trace id. It is complete when no new span
+or event has reached the store for ``rebuild_quiet_s``, every span's parent has arrived (the
+root span, exported when it ends, is there) and the log events of every model request the
+spans record are in (:func:`is_complete`) — or, for a trace whose root never comes (a crashed
+agent, a parent in a service that does not export here), once ``rebuild_max_wait_s`` has passed
+since its first row. Rows that arrive after a rebuild make the session pending again and it is
+rebuilt again; rebuilds are idempotent (deterministic activation ids, stamped rows).
+
+How work is found: the finalizer asks the store which sessions got rows since its watermark
+(:meth:`Store.touched_sessions`, a read of the newest parts only, through a min-max index on
+``ingested_at``). Session ids are normalized inside ClickHouse at insert time, and the fast path
+never decodes requests in Python, so the store is the one place that knows them. In
+``skillsight serve`` the finalizer runs next to the batch writer and skips that read whenever
+the writer has committed nothing since the last one (``commits``); a separate worker process
+(server transport, scaled-out collectors) runs the same class without ``commits`` and polls.
+Several workers split sessions by a hash of the key (``shard`` = (index, count)).
+
+Rebuilds run in a worker thread, one batch at a time, so ingest is never blocked and CPU use is
+bounded; a failing session is logged and counted (``/healthz``) and the loop goes on. Leaving the
+context rebuilds everything still pending (enter it *before* the batch writer so the writer has
+drained by then).
+
+Hook for the evaluation scheduler: :meth:`Finalizer.subscribe` an async callback; it receives an
+:class:`ActivationsReady` for every session rebuilt, in the finalizer's event loop. Keep it quick
+(put the work on your own queue); an exception it raises is logged and counted, nothing else.
+Enter the subscriber's own context before the finalizer's so it outlives the final flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+
+from skillsight.errors import SkillsightError
+from skillsight.rebuild.activations import Activation
+from skillsight.rebuild.catalogue import CatalogueFn
+from skillsight.rebuild.rebuild_pass import (
+    Outcome,
+    RebuildFn,
+    default_rebuild,
+    is_complete,
+    rebuild_sessions,
+)
+from skillsight.store import Store, stamp_iso
+
+__all__ = [
+    "ActivationsReady",
+    "Finalizer",
+    "Outcome",
+    "RebuildFn",
+    "Subscriber",
+    "default_rebuild",
+    "is_complete",
+    "rebuild_sessions",
+]
+
+log = logging.getLogger(__name__)
+
+# Discovery re-reads this far behind its watermark: another process's insert may commit rows
+# stamped slightly before rows it has already seen. Keys already handled are recognised.
+_OVERLAP_US = 2_000_000
+
+
+@dataclass(frozen=True)
+class ActivationsReady:
+    """A session was rebuilt: its current activations (possibly none)."""
+
+    project_id: str
+    session_id: str
+    activations: tuple[Activation, ...]
+    rebuilt_at_us: int
+
+
+Subscriber = Callable[[ActivationsReady], Awaitable[None]]
+
+
+@dataclass
+class _Pending:
+    last_ingested_us: int
+    due: float  # monotonic time at which the quiet period (or the settle wait) ends
+    first_seen: float
+    unsettled: bool = False
+    """Rebuilt provisionally (incomplete past max_wait_s); due = when to settle it as it is."""
+
+
+@dataclass
+class FinalizerStats:
+    sessions_rebuilt: int = 0
+    activations_rebuilt: int = 0
+    errors: int = 0
+    last_error: str = ""
+    last_pass_ms: float = 0.0
+    incomplete_sessions: int = 0
+    """Held past their quiet period in the last pass: a parent span or a model request's log
+    events not in yet."""
+    provisional_rebuilds: int = 0
+    """Rebuilds of sessions still incomplete past max_wait_s: shown, not handed to scoring."""
+    settled_incomplete: int = 0
+    """Sessions handed to scoring incomplete, after settle_s without a new row (or at stop)."""
+
+
+class Finalizer:
+    """Async context manager that rebuilds completed sessions in the background."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        quiet_s: float = 1.0,
+        max_wait_s: float = 30.0,
+        settle_s: float = 300.0,
+        poll_s: float = 0.2,
+        batch_max: int = 64,
+        catchup_s: float = 3600.0,
+        rebuild: RebuildFn | None = None,
+        catalogue: CatalogueFn | None = None,
+        commits: Callable[[], int] | None = None,
+        shard: tuple[int, int] = (0, 1),
+        drain_timeout_s: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.quiet_s = quiet_s
+        self.max_wait_s = max_wait_s
+        self.settle_s = settle_s
+        self.poll_s = poll_s
+        self.batch_max = batch_max
+        self.catchup_s = catchup_s
+        self._rebuild = rebuild
+        self.catalogue = catalogue
+        self.commits = commits
+        self.shard = shard
+        self.drain_timeout_s = drain_timeout_s
+        self.stats = FinalizerStats()
+        self._subscribers: list[Subscriber] = []
+        self._pending: dict[tuple[str, str], _Pending] = {}
+        self._handled: dict[tuple[str, str], int] = {}  # key -> last_ingested_us rebuilt
+        self._watermark_us = 0
+        self._commits_seen: int | None = None
+        self._catching_up = True
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback`` after every session rebuild (the evaluation scheduler's hook)."""
+        self._subscribers.append(callback)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Finalizer:
+        if self._rebuild is None:
+            self._rebuild = default_rebuild()
+        self._watermark_us = max(0, time.time_ns() // 1000 - int(self.catchup_s * 1e6))
+        self._stop.clear()
+        self._task = asyncio.create_task(self._run(), name="skillsight-finalizer")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+        try:
+            await asyncio.wait_for(self.flush(), self.drain_timeout_s)
+        except TimeoutError:
+            log.error("finalizer did not rebuild %d pending sessions in time", len(self._pending))
+
+    async def flush(self) -> None:
+        """Find what is new and rebuild every pending session now, complete or not."""
+        self._commits_seen = None
+        await self._discover()
+        while self._pending:
+            keys = list(self._pending)[: self.batch_max]
+            await self._pass(keys, wait_for_roots=False)
+
+    @property
+    def pending(self) -> int:
+        """Sessions with rows not rebuilt yet (not those waiting to settle)."""
+        return sum(1 for p in self._pending.values() if not p.unsettled)
+
+    @property
+    def unsettled(self) -> int:
+        """Sessions rebuilt while incomplete, waiting for their missing rows or to settle."""
+        return sum(1 for p in self._pending.values() if p.unsettled)
+
+    @property
+    def idle(self) -> bool:
+        """Every committed row has been looked at and every session it touched rebuilt (a
+        session waiting to settle waits on its agent, not on the finalizer)."""
+        caught_up = self.commits is None or self._commits_seen == self.commits()
+        return caught_up and not self.pending and not self._catching_up
+
+    def health(self) -> dict[str, object]:
+        return {
+            "idle": self.idle,
+            "pending_sessions": self.pending,
+            "incomplete_sessions": self.stats.incomplete_sessions,
+            "unsettled_sessions": self.unsettled,
+            "provisional_rebuilds": self.stats.provisional_rebuilds,
+            "settled_incomplete": self.stats.settled_incomplete,
+            "sessions_rebuilt": self.stats.sessions_rebuilt,
+            "activations_rebuilt": self.stats.activations_rebuilt,
+            "errors": self.stats.errors,
+            "last_error": self.stats.last_error,
+            "last_pass_ms": round(self.stats.last_pass_ms, 1),
+        }
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await self._discover()
+                now = time.monotonic()
+                due = [k for k, p in self._pending.items() if p.due <= now]
+                if due:
+                    await self._pass(due[: self.batch_max], wait_for_roots=True)
+            except Exception as exc:  # the loop outlives any one failure
+                self._count_error(f"finalizer pass failed: {exc}")
+                log.exception("finalizer pass failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.poll_s)
+
+    async def _discover(self) -> None:
+        count: int | None = None
+        if self.commits is not None and not self._catching_up:
+            count = self.commits()
+            if count == self._commits_seen:
+                return
+        try:
+            touched = await asyncio.to_thread(
+                self.store.touched_sessions, self._watermark_us - _OVERLAP_US
+            )
+        except SkillsightError as exc:
+            self._commits_seen = None
+            self._count_error(f"finding sessions to rebuild failed: {exc}")
+            return
+        if touched:
+            self._watermark_us = max(self._watermark_us, max(t[2] for t in touched))
+        touched = [t for t in touched if self._mine(t[1])]
+        if self._catching_up:
+            owed = await asyncio.to_thread(self._not_yet_rebuilt, touched)
+            # the rest was rebuilt before (by an earlier run): the overlap must not redo it
+            for project_id, key, last_us in set(touched) - set(owed):
+                self._handled[(project_id, key)] = last_us
+            touched, self._catching_up = owed, False
+        now = time.monotonic()
+        wall_us = time.time_ns() // 1000
+        for project_id, key, last_us in touched:
+            ident = (project_id, key)
+            if self._handled.get(ident, -1) >= last_us:
+                continue
+            pending = self._pending.get(ident)
+            if pending is not None and pending.last_ingested_us >= last_us:
+                continue
+            # The quiet period runs from the row's commit (store clock), not from discovery.
+            waited = min(max((wall_us - last_us) / 1e6, 0.0), self.quiet_s)
+            self._pending[ident] = _Pending(
+                last_us, now + self.quiet_s - waited, pending.first_seen if pending else now
+            )
+        horizon = self._watermark_us - 2 * _OVERLAP_US
+        self._handled = {k: v for k, v in self._handled.items() if v >= horizon}
+        # Only now, with what they touched pending: while the query ran, `idle` must not
+        # report these commits as looked at.
+        if count is not None:
+            self._commits_seen = count
+
+    def _mine(self, key: str) -> bool:
+        index, count = self.shard
+        if count <= 1:
+            return True
+        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % count == index
+
+    def _not_yet_rebuilt(self, touched: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+        by_project: dict[str, list[tuple[str, str, int]]] = {}
+        for item in touched:
+            by_project.setdefault(item[0], []).append(item)
+        out: list[tuple[str, str, int]] = []
+        for project_id, items in by_project.items():
+            through = self.store.rebuilt_through(project_id, [key for _, key, _ in items])
+            out.extend(i for i in items if through.get(i[1], -1) < i[2])
+        return out
+
+    async def _pass(self, keys: list[tuple[str, str]], *, wait_for_roots: bool) -> None:
+        assert self._rebuild is not None
+        batch = [(p, k, self._pending[(p, k)].last_ingested_us) for p, k in keys]
+        now = time.monotonic()
+        waiting = {
+            ident
+            for ident in keys
+            if wait_for_roots and now - self._pending[ident].first_seen < self.max_wait_s
+        }
+        # Past max_wait_s a session is rebuilt as it is, for the display; it is scored once
+        # complete, or when it has settled (settle_s without a row) or the service stops.
+        provisional = {
+            ident for ident in keys if wait_for_roots and not self._pending[ident].unsettled
+        }
+        started = time.perf_counter()
+        try:
+            outcomes, stamps = await asyncio.to_thread(
+                rebuild_sessions,
+                self.store,
+                batch,
+                rebuild=self._rebuild,
+                catalogue=self.catalogue,
+                require_complete=waiting,
+                provisional=provisional,
+            )
+        except SkillsightError as exc:  # the write failed: keep them pending, try again later
+            self._count_error(f"writing rebuilds failed: {exc}")
+            for ident in keys:
+                self._pending[ident].due = time.monotonic() + self.quiet_s
+            return
+        self.stats.last_pass_ms = (time.perf_counter() - started) * 1000
+        now = time.monotonic()
+        wall_us = time.time_ns() // 1000
+        stamp_of = iter(stamps)
+        ready: list[ActivationsReady] = []
+        for outcome, (project_id, key, last_us) in zip(outcomes, batch, strict=True):
+            ident = (project_id, key)
+            pending = self._pending[ident]
+            if outcome.incomplete:  # look again later; past max_wait_s it is rebuilt as is
+                pending.due = now + self.quiet_s
+                continue
+            if pending.last_ingested_us == last_us:  # else new rows arrived: stay pending
+                if outcome.rebuilt is not None and not outcome.settled:
+                    waited = max(0.0, wall_us - last_us) / 1e6
+                    pending.unsettled = True
+                    pending.due = now + max(0.0, self.settle_s - waited)
+                else:
+                    del self._pending[ident]
+            self._handled[ident] = last_us
+            if outcome.error:
+                self._count_error(f"session {key}: {outcome.error}")
+            elif outcome.rebuilt is not None:
+                self.stats.sessions_rebuilt += 1
+                self.stats.activations_rebuilt += len(outcome.rebuilt.activations)
+                stamp = next(stamp_of)
+                if not outcome.settled:
+                    self.stats.provisional_rebuilds += 1
+                    continue
+                if not outcome.complete:
+                    self.stats.settled_incomplete += 1
+                rebuilt_at = stamp_iso(stamp)
+                ready.append(
+                    ActivationsReady(
+                        project_id,
+                        outcome.rebuilt.session_id,
+                        tuple(
+                            a.model_copy(update={"rebuilt_at": rebuilt_at})
+                            for a in outcome.rebuilt.activations
+                        ),
+                        stamp,
+                    )
+                )
+        self.stats.incomplete_sessions = sum(1 for o in outcomes if o.incomplete)
+        for item in ready:
+            await self._publish(item)
+
+    async def _publish(self, item: ActivationsReady) -> None:
+        for callback in self._subscribers:
+            try:
+                await callback(item)
+            except Exception as exc:
+                self._count_error(f"activations-ready subscriber failed: {exc}")
+                log.exception("activations-ready subscriber failed")
+
+    def _count_error(self, message: str) -> None:
+        self.stats.errors += 1
+        self.stats.last_error = message[:500]

@@ -1,0 +1,154 @@
+"""One rebuild pass: read sessions from the store, rebuild each, write them all at once.
+
+Shared by the trace finalizer (``skillsight serve``, ``skillsight worker``) and
+``skillsight rebuild``. The algorithm is :func:`skillsight.rebuild.session.rebuild_session`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from skillsight.rebuild.activations import SkillContract
+from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
+from skillsight.store import RebuildResult, SessionRebuild, Store
+
+log = logging.getLogger(__name__)
+
+
+class RebuildFn(Protocol):
+    """``skillsight.rebuild.session.rebuild_session``."""
+
+    def __call__(
+        self,
+        spans: list[dict[str, Any]],
+        events: list[dict[str, Any]],
+        *,
+        project_id: str = ...,
+        catalogue: Catalogue | Mapping[str, SkillContract] | None = ...,
+        session_id: str = ...,
+    ) -> RebuildResult: ...
+
+
+def default_rebuild() -> RebuildFn:
+    from skillsight.rebuild.session import rebuild_session
+
+    fn: RebuildFn = rebuild_session
+    return fn
+
+
+# Claude Code's model-request spans and the log events that carry the same request's text, cost
+# and tool results (both name it by ``request_id``).
+_CC_REQUEST_SPAN = "claude_code.llm_request"
+_CC_REQUEST_EVENTS = frozenset(
+    {"claude_code.api_request", "claude_code.api_error", "claude_code.assistant_response"}
+)
+
+
+def is_complete(
+    spans: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] = ()
+) -> bool:
+    """Every span's parent has arrived (so each trace's root span has ended and been sent),
+    and, when the session's log events are exported too, every model request its spans record
+    has its events.
+
+    Claude Code exports traces and logs on separate schedules, so the root span can land
+    before the last batch of events; rebuilt then, the final answer would have no text yet and
+    every evaluator would score a session that is still arriving. A session with no events at
+    all is not held back (its logs are probably not exported)."""
+    present = {(s["trace_id"], s["span_id"]) for s in spans}
+    if not all(
+        not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
+    ):
+        return False
+    if not events:
+        return True
+    logged = {
+        (e["attributes"] or {}).get("request_id")
+        for e in events
+        if e["event_name"] in _CC_REQUEST_EVENTS
+    }
+    logged.discard(None)
+    logged.discard("")
+    if not logged:  # no request events naming their request: nothing to wait for
+        return True
+    requested = (
+        (s["attributes"] or {}).get("request_id") for s in spans if s["name"] == _CC_REQUEST_SPAN
+    )
+    return all(not request or request in logged for request in requested)
+
+
+@dataclass
+class Outcome:
+    """What happened to one session key in a rebuild pass."""
+
+    project_id: str
+    session_key: str
+    rebuilt: RebuildResult | None = None
+    incomplete: bool = False
+    complete: bool = True
+    """Every parent span and model request's events were there (:func:`is_complete`)."""
+    settled: bool = True
+    """Written as scoreable: complete, or not among the pass's ``provisional`` keys."""
+    error: str = ""
+
+
+def rebuild_sessions(
+    store: Store,
+    keys: Sequence[tuple[str, str, int]],
+    *,
+    rebuild: RebuildFn,
+    catalogue: CatalogueFn | None = None,
+    require_complete: Container[tuple[str, str]] = (),
+    provisional: Container[tuple[str, str]] = (),
+) -> tuple[list[Outcome], list[int]]:
+    """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
+
+    Reads each project's sessions together and writes the whole pass at once; a store error
+    raises (nothing is written), a failing rebuild only marks its session. Returns each key's
+    outcome and the stamps written. A ``(project_id, session_key)`` in ``require_complete``
+    that is not complete (:func:`is_complete`) is left alone and reported incomplete; every
+    other session is rebuilt from what is there. One in ``provisional`` that is not complete is
+    written unsettled (shown, not scored: the evaluation workers wait for a settled rebuild).
+    """
+    outcomes: list[Outcome] = []
+    contracts: dict[str, Mapping[str, SkillContract] | None] = {}
+    rows = {
+        project_id: store.sessions_rows(project_id, [k for p, k, _ in keys if p == project_id])
+        for project_id in dict.fromkeys(p for p, _, _ in keys)
+    }
+    for project_id, key, _ in keys:
+        outcome = Outcome(project_id, key)
+        outcomes.append(outcome)
+        spans, events = rows[project_id][key]
+        if not spans and not events:
+            continue
+        outcome.complete = complete = is_complete(spans, events)
+        if (project_id, key) in require_complete and not complete:
+            outcome.incomplete = True
+            continue
+        outcome.settled = complete or (project_id, key) not in provisional
+        try:
+            if catalogue is not None and project_id not in contracts:
+                contracts[project_id] = catalogue(project_id)
+            outcome.rebuilt = rebuild(
+                spans,
+                events,
+                project_id=project_id,
+                catalogue=contracts.get(project_id),
+                session_id=key,
+            )
+        except Exception as exc:  # one bad session must not stop the others
+            log.exception("rebuilding session %s of project %s failed", key, project_id)
+            outcome.error = f"{type(exc).__name__}: {exc}"[:500]
+    done = [(o, k[2]) for o, k in zip(outcomes, keys, strict=True) if o.rebuilt is not None]
+    stamps = store.write_rebuilds(
+        [
+            SessionRebuild(o.project_id, o.rebuilt, through, o.settled)
+            for o, through in done
+            if o.rebuilt
+        ]
+    )
+    return outcomes, stamps

@@ -1,0 +1,378 @@
+"""Claude Code's native telemetry (``claude_code.*`` spans and log events) → an agent draft.
+
+The events carry what the spans lack (prompt and response text, tool inputs, cost), the spans
+carry what the events lack (exact timing, span ids, Bash output in ``tool.output``), and either
+may be missing: without ``CLAUDE_CODE_ENHANCED_TELEMETRY_BETA`` there are no spans, and a
+collector may receive only one signal. Everything is keyed by what both share: ``request_id``
+for LLM calls, ``tool_use_id`` for tool calls, ``prompt.id`` / the interaction span for prompts.
+docs/claude-code-telemetry.md describes the names used here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from skillsight.rebuild.trajectories._draft import (
+    REDACTED,
+    AgentDraft,
+    CallDraft,
+    StepDraft,
+    Usage,
+)
+from skillsight.rebuild.trajectories._rows import Event, Span, json_object
+
+SOURCE = "claude_code"
+
+# LLM calls the CLI makes beside the agent loop; they cost money but are not agent steps.
+SIDE_QUERY_SOURCES = frozenset(
+    {"generate_session_title", "session_title", "compact", "prompt_suggestion", "away_summary"}
+)
+
+_MS = 1_000_000
+
+
+@dataclass
+class _LlmCall:
+    key: str
+    start_ns: int = 0
+    end_ns: int = 0
+    span_id: str = ""
+    trace_id: str = ""
+    model: str = ""
+    query_source: str = ""
+    skill: str = ""
+    stop_reason: str = ""
+    usage: Usage | None = None
+    text: str | None = None
+    logged: bool = False  # an event of this request arrived (its text is known if logged)
+    prompt_id: str = ""
+    parent_call: str = ""  # the Task/Agent call whose subagent made this request
+    calls: list[CallDraft] = field(default_factory=list)
+
+
+def _ns_from_ms(text: str) -> int:
+    try:
+        return int(float(text) * _MS)
+    except ValueError:
+        return 0
+
+
+def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
+    draft = AgentDraft(session_id=session_id, trajectory_id=session_id, source=SOURCE)
+    draft.name = "claude-code"
+    for span in spans:
+        draft.version = draft.version or span.resource.get("service.version", "")
+        if span.trace_id not in draft.trace_ids:
+            draft.trace_ids.append(span.trace_id)
+    for event in events:
+        if event.trace_id and event.trace_id not in draft.trace_ids:
+            draft.trace_ids.append(event.trace_id)
+
+    prompts = _prompts(spans, events)
+    calls, execution_span_to_call = _tool_calls(spans, events)
+    llm = _llm_calls(spans, events, execution_span_to_call)
+    _claim_skill_events(draft, events, calls, execution_span_to_call)
+
+    main_loop = [c for c in llm.values() if c.query_source not in SIDE_QUERY_SOURCES]
+    main_loop.sort(key=lambda c: (c.start_ns, c.key))
+    for side in llm.values():
+        if side.query_source in SIDE_QUERY_SOURCES and side.usage is not None:
+            draft.side_usage.add(side.usage)
+            draft.side_requests += 1
+
+    by_request = {c.key: c for c in main_loop}
+    orphans: list[CallDraft] = []
+    for call in sorted(calls.values(), key=lambda c: (c.start_ns, c.call_id)):
+        request = call.extra.pop("_request_id", "")
+        owner = by_request.get(request) if request else _latest_before(main_loop, call.start_ns)
+        (owner.calls if owner is not None else orphans).append(call)
+
+    logged_text = any(e.name == "claude_code.assistant_response" for e in events)
+    timeline: list[tuple[int, int, StepDraft]] = []
+    for prompt in prompts:
+        timeline.append((prompt.time_ns, 0, prompt))
+    for call_ in main_loop:
+        timeline.append((call_.start_ns, 1, _agent_step(call_, logged_text)))
+    for orphan in orphans:
+        step = StepDraft(source="agent", time_ns=orphan.start_ns, message_logged=False)
+        step.calls.append(orphan)
+        step.extra["llm_call_missing"] = True
+        timeline.append((orphan.start_ns, 1, step))
+    timeline.sort(key=lambda item: (item[0], item[1]))
+    draft.steps = [step for _, _, step in timeline]
+    _name_unnamed_skills(draft.steps)
+    draft.model = next((s.model for s in draft.steps if s.model), "")
+    if not events:
+        draft.notes.append(
+            "Claude Code log events were not received: message texts, tool inputs and costs are "
+            "unknown (export OTEL_LOGS_EXPORTER=otlp)."
+        )
+    if any(not s.message_logged for s in draft.steps if s.source in ("user", "agent")):
+        draft.notes.append(
+            "Claude Code did not log message text (OTEL_LOG_USER_PROMPTS is off, or the events "
+            "are missing); those steps have an empty message and extra.message_logged = false."
+        )
+    return draft
+
+
+# What skill_activated says for project and user skills without OTEL_LOG_TOOL_DETAILS.
+_UNNAMED = "custom_skill"
+
+
+def _name_unnamed_skills(steps: list[StepDraft]) -> None:
+    """Without OTEL_LOG_TOOL_DETAILS a Skill call carries no skill name, but the LLM calls
+    made while the skill is active do (``api_request`` ``skill.name``): name it from the
+    first of them after the call."""
+    for index, step in enumerate(steps):
+        for call in step.calls:
+            if call.name != "Skill" or call.extra.get("skill"):
+                continue
+            if call.arguments and (call.arguments.get("skill") or call.arguments.get("command")):
+                continue
+            event = call.extra.get("skill_activated") or {}
+            named = event.get("skill_name", "")
+            if not named or named == _UNNAMED:
+                named = next(
+                    (
+                        s.extra["active_skill"]
+                        for s in steps[index + 1 :]
+                        if "active_skill" in s.extra
+                    ),
+                    "",
+                )
+            if named and named != _UNNAMED:
+                call.extra["skill"] = named
+
+
+def _latest_before(calls: list[_LlmCall], time_ns: int) -> _LlmCall | None:
+    owner = None
+    for call in calls:
+        if call.start_ns <= time_ns:
+            owner = call
+    return owner
+
+
+def _text(value: str) -> tuple[str, bool]:
+    return ("", False) if value == REDACTED else (value, True)
+
+
+def _prompts(spans: list[Span], events: list[Event]) -> list[StepDraft]:
+    steps: dict[str, StepDraft] = {}
+    for event in events:
+        if event.name != "claude_code.user_prompt":
+            continue
+        text, logged = _text(event.attr("prompt") or event.attr("prompt_text"))
+        key = event.prompt_id or event.span_id or event.record_id
+        step = StepDraft(source="user", time_ns=event.time_ns, message=text, message_logged=logged)
+        step.extra["prompt_id"] = event.prompt_id
+        step.span_id = event.span_id
+        steps.setdefault(key, step)
+    claimed = {s.span_id for s in steps.values()}
+    for span in spans:
+        if span.name != "claude_code.interaction" or span.span_id in claimed:
+            continue
+        prompt = span.attr("user_prompt")
+        if not prompt and not span.attr("user_prompt_length"):
+            continue
+        text, logged = _text(prompt)
+        step = StepDraft(source="user", time_ns=span.start_ns, message=text, message_logged=logged)
+        step.span_id = span.span_id
+        steps[span.span_id] = step
+    # the interaction span starts a moment before its prompt event; the span's time orders it
+    starts = {s.span_id: s.start_ns for s in spans if s.name == "claude_code.interaction"}
+    for step in steps.values():
+        if step.span_id in starts:
+            step.time_ns = min(step.time_ns, starts[step.span_id])
+    return sorted(steps.values(), key=lambda s: s.time_ns)
+
+
+def _llm_calls(
+    spans: list[Span], events: list[Event], execution_to_call: dict[str, str]
+) -> dict[str, _LlmCall]:
+    calls: dict[str, _LlmCall] = {}
+    for span in spans:
+        if span.name != "claude_code.llm_request":
+            continue
+        key = span.attr("request_id") or span.attr("gen_ai.response.id") or span.span_id
+        call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+        call.start_ns, call.end_ns = span.start_ns, span.end_ns
+        call.span_id, call.trace_id = span.span_id, span.trace_id
+        call.model = call.model or span.model
+        call.query_source = call.query_source or span.attr("query_source_safe")
+        call.stop_reason = span.attr("stop_reason")
+        # a subagent's requests are children of its Agent/Task call's execution span
+        call.parent_call = execution_to_call.get(span.parent_span_id, "")
+        if call.usage is None:
+            call.usage = _usage(span.input_tokens, span.output_tokens, span, None)
+    for event in events:
+        if event.name == "claude_code.api_request":
+            key = event.attr("request_id") or event.record_id
+            call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+            if not call.span_id:
+                call.end_ns = event.time_ns
+                call.start_ns = event.time_ns - _ns_from_ms(event.attr("duration_ms"))
+            call.model = event.model or call.model
+            call.query_source = event.attr("query_source") or call.query_source
+            call.skill = event.skill_name
+            call.prompt_id = event.prompt_id
+            call.logged = True
+            # the event has the cost and the same token counts as the span
+            call.usage = _usage(event.input_tokens, event.output_tokens, event, event.cost_usd)
+        elif event.name == "claude_code.assistant_response":
+            key = event.attr("request_id") or event.record_id
+            call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+            if not call.start_ns:
+                call.start_ns = call.end_ns = event.time_ns
+            call.model = call.model or event.model
+            call.query_source = call.query_source or event.attr("query_source")
+            call.text = event.attr("response")
+            call.logged = True
+    return calls
+
+
+def _usage(input_tokens: int, output_tokens: int, row: Span | Event, cost: float | None) -> Usage:
+    return Usage.of(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read=row.cache_read_tokens,
+        cache_creation=row.cache_creation_tokens,
+        cost_usd=cost,
+        input_includes_cache=False,
+    )
+
+
+def _agent_step(call: _LlmCall, logged_text: bool) -> StepDraft:
+    # A request whose events have not arrived (logs export apart from traces) said something
+    # unknown, not nothing.
+    text, logged = _text(call.text) if call.text is not None else ("", logged_text and call.logged)
+    step = StepDraft(
+        source="agent",
+        time_ns=call.start_ns,
+        end_ns=call.end_ns,
+        message=text,
+        message_logged=logged,
+        calls=call.calls,
+        model=call.model,
+        usage=call.usage,
+        llm_calls=1,
+        span_id=call.span_id,
+    )
+    step.extra["request_id"] = call.key
+    if call.parent_call:
+        step.extra["_parent_call"] = call.parent_call
+    if call.skill:
+        step.extra["active_skill"] = call.skill
+    if call.stop_reason:
+        step.extra["stop_reason"] = call.stop_reason
+    return step
+
+
+def _tool_calls(
+    spans: list[Span], events: list[Event]
+) -> tuple[dict[str, CallDraft], dict[str, str]]:
+    calls: dict[str, CallDraft] = {}
+    execution_to_call = {
+        span.span_id: span.tool_call_id
+        for span in spans
+        if span.tool_call_id and span.name in ("claude_code.tool", "claude_code.tool.execution")
+    }
+    for span in spans:
+        if span.name == "claude_code.tool" and span.tool_call_id:
+            call = calls.get(span.tool_call_id) or calls.setdefault(
+                span.tool_call_id, CallDraft(span.tool_call_id, span.tool_name)
+            )
+            call.name = call.name or span.tool_name
+            call.start_ns, call.end_ns = span.start_ns, span.end_ns
+            call.span_id, call.trace_id = span.span_id, span.trace_id
+            if span.parent_span_id in execution_to_call:
+                call.extra["_parent_call"] = execution_to_call[span.parent_span_id]
+            if span.skill_name:
+                call.extra["skill"] = span.skill_name
+            for span_event in span.events:
+                if span_event.name == "tool.output":
+                    call.result = span_event.attributes.get("output", call.result)
+            if call.arguments is None:
+                if span.tool_name == "Skill" and span.skill_name:
+                    call.arguments = {"skill": span.skill_name}
+                elif span.attr("full_command"):
+                    call.arguments = {"command": span.attr("full_command")}
+            call.is_error = call.is_error or span.failed
+        elif (
+            span.name == "claude_code.tool.execution"
+            and span.tool_call_id
+            and (span.attr("success") == "false" or span.failed)
+        ):
+            calls.setdefault(span.tool_call_id, CallDraft(span.tool_call_id, "")).is_error = True
+    for event in events:
+        if event.name not in ("claude_code.tool_decision", "claude_code.tool_result"):
+            continue
+        if not event.tool_call_id:
+            continue
+        call = calls.get(event.tool_call_id) or calls.setdefault(
+            event.tool_call_id, CallDraft(event.tool_call_id, event.tool_name)
+        )
+        call.name = call.name or event.tool_name
+        if not call.span_id:  # without spans the decision and the result bound the call
+            call.start_ns = min(call.start_ns or event.time_ns, event.time_ns)
+            call.end_ns = max(call.end_ns, event.time_ns)
+        attributes = event.attributes
+        if attributes.get("request_id"):
+            call.extra["_request_id"] = attributes["request_id"]
+        tool_input = (
+            None if "_exact" in call.extra else json_object(attributes.get("tool_input", ""))
+        )
+        if tool_input is not None:
+            call.arguments = tool_input  # the real input beats what the span could tell
+            call.extra["_exact"] = True
+        elif call.arguments is None:
+            parameters = json_object(event.attr("tool_parameters"))
+            if parameters is not None:
+                call.arguments = parameters
+        if event.name == "claude_code.tool_result" and attributes.get("success") == "false":
+            call.is_error = True
+        if event.name == "claude_code.tool_decision" and attributes.get("decision") == "reject":
+            call.is_error = True
+            call.extra["rejected"] = True
+        if attributes.get("error"):
+            call.extra["error"] = attributes["error"]
+    for call in calls.values():
+        if call.name:
+            call.sources.append(SOURCE)
+    return {k: v for k, v in calls.items() if v.name}, execution_to_call
+
+
+def _claim_skill_events(
+    draft: AgentDraft,
+    events: list[Event],
+    calls: dict[str, CallDraft],
+    execution_to_call: dict[str, str],
+) -> None:
+    """Tie each ``skill_activated`` event to the Skill call it reports, else keep it loose."""
+    skill_calls = sorted(
+        (c for c in calls.values() if c.name == "Skill"), key=lambda c: (c.start_ns, c.call_id)
+    )
+    for event in events:
+        if event.name != "claude_code.skill_activated":
+            continue
+        info = {
+            "record_id": event.record_id,
+            "skill_name": event.skill_name,
+            "skill_source": event.attr("skill.source"),
+            "invocation_trigger": event.attr("invocation_trigger"),
+            "time_ns": event.time_ns,
+            "span_id": event.span_id,
+        }
+        owner = calls.get(execution_to_call.get(event.span_id, ""))
+        if owner is None:
+            # without span ids: the Skill call of that skill running when the event was logged
+            for call in skill_calls:
+                named = call.extra.get("skill") or (call.arguments or {}).get("skill")
+                running = call.start_ns <= event.time_ns <= max(call.end_ns, call.start_ns)
+                unclaimed = "skill_activated" not in call.extra
+                if running and unclaimed and named in (event.skill_name, None):
+                    owner = call
+                    break
+        if owner is not None and "skill_activated" not in owner.extra:
+            owner.extra["skill_activated"] = info
+        else:
+            draft.skill_events.append(info)

@@ -1,0 +1,63 @@
+"""Read models: what the API, the CLI and the web UI show, as typed records.
+
+Each function reads the store and returns records, so every surface prints the same numbers:
+spans and events, activations with their evaluations, skill scorecards and the gate's rows.
+"""
+
+from __future__ import annotations
+
+from skillsight.reports._activations import evaluation_events, evaluations_of, with_evaluations
+from skillsight.reports._records import (
+    ActivationDetailOut,
+    EvaluationEventOut,
+    EvaluationOut,
+    EvaluatorScoreOut,
+    EvidenceOut,
+    FindingOut,
+    ScorecardOut,
+    ScoredActivationOut,
+    TrendPointOut,
+    VersionScoreOut,
+)
+from skillsight.reports._scorecard import (
+    DEFAULT_WINDOW,
+    build_scorecard,
+    scorecard,
+    scored_activation,
+    window_start,
+)
+from skillsight.reports._telemetry import (
+    ActivationOut,
+    EventOut,
+    SkillOut,
+    SpanOut,
+    event_out,
+    span_out,
+)
+
+__all__ = [
+    "DEFAULT_WINDOW",
+    "ActivationDetailOut",
+    "ActivationOut",
+    "EvaluationEventOut",
+    "EvaluationOut",
+    "EvaluatorScoreOut",
+    "EventOut",
+    "EvidenceOut",
+    "FindingOut",
+    "ScorecardOut",
+    "ScoredActivationOut",
+    "SkillOut",
+    "SpanOut",
+    "TrendPointOut",
+    "VersionScoreOut",
+    "build_scorecard",
+    "evaluation_events",
+    "evaluations_of",
+    "event_out",
+    "scorecard",
+    "scored_activation",
+    "span_out",
+    "window_start",
+    "with_evaluations",
+]

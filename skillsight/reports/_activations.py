@@ -1,0 +1,61 @@
+"""Activations as people read them: each with its evaluations, newest rebuild first.
+
+An evaluation names the rebuild it scored; one that scored an older rebuild than the
+activation's current one is ``stale`` until the new scores land.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from skillsight.evaluators import Evaluation, otel_event
+from skillsight.reports._records import ActivationDetailOut, EvaluationEventOut, EvaluationOut
+from skillsight.reports._scorecard import evaluator_order, iso_us
+from skillsight.store import Store
+from skillsight.store.records import Activation
+
+__all__ = ["evaluation_events", "evaluations_of", "with_evaluations"]
+
+
+def with_evaluations(
+    store: Store, project_id: str, found: Sequence[Activation]
+) -> list[ActivationDetailOut]:
+    """Activations with their stored evaluations (one query for all of them); serve them
+    with ``response_model_exclude_unset``."""
+    rows = store.evaluations_of(project_id, [a.activation_id for a in found])
+    out = []
+    for activation in found:
+        record = activation.model_dump()
+        scored = rows[activation.activation_id]
+        if scored:  # left unset otherwise, so that the route leaves the keys out
+            record["evaluations"] = evaluations_of(scored, activation.rebuilt_at)
+            record["evaluation_events"] = evaluation_events(scored)
+        out.append(ActivationDetailOut.model_validate(record))
+    return out
+
+
+def evaluations_of(rows: Sequence[Mapping[str, Any]], rebuilt_at: str = "") -> list[EvaluationOut]:
+    """Rows of ``Store.list_evaluations`` as the API shows them; ``rebuilt_at`` is the current
+    rebuild of their activation (those that scored an older one are stale)."""
+    out = []
+    for row in rows:
+        evaluation = Evaluation.from_row(row).to_dict()
+        evaluation.pop("activation_id")
+        scored = str(row.get("activation_rebuilt_at") or "")
+        out.append(
+            EvaluationOut(
+                **evaluation,
+                evaluated_at=iso_us(row["evaluated_at_us"]),
+                activation_rebuilt_at=scored,
+                stale=bool(scored) and scored < rebuilt_at,
+            )
+        )
+    return sorted(out, key=lambda e: (evaluator_order(e.evaluator), e.version))
+
+
+def evaluation_events(rows: Sequence[Mapping[str, Any]]) -> list[EvaluationEventOut]:
+    """The same evaluations as OTel ``gen_ai.evaluation.result`` events."""
+    events = [(Evaluation.from_row(row), row) for row in rows]
+    events.sort(key=lambda pair: (evaluator_order(pair[0].evaluator), pair[0].version))
+    return [EvaluationEventOut(**otel_event(evaluation)) for evaluation, _ in events]

@@ -1,0 +1,164 @@
+"""The composition root: one function builds every service of a process from its Settings.
+
+A process runs one *role* (DESIGN.md, *Scale-out*): ``all`` (the single-machine service),
+``collector`` (OTLP in, no session state), ``worker`` (rebuild and evaluation), or ``api``
+(reads only). :func:`build_services` enters the role's services in one exit stack, in the order
+that keeps "nothing acknowledged is lost" and "nothing complete goes unscored":
+
+1. the store (closed last);
+2. the evaluation scheduler (left after everything that feeds it has flushed);
+3. the finalizer, which rebuilds sessions and feeds the scheduler (left after the writer has
+   drained, so its final pass sees every acknowledged row), or, in a process that evaluates
+   without rebuilding, the poller that finds rebuilt sessions in the store;
+4. the collector and its batch writer (left first: its queue drains into the store).
+
+Every collaborator can be injected (a store, a scheduler, a rebuild function), so tests build
+the same graph the service runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+
+from skillsight.config import DEFAULT_PROJECT, Settings
+from skillsight.errors import ConfigError
+from skillsight.evaluators.scheduler import EvaluationScheduler, RebuiltSessionPoller
+from skillsight.ingest.collector import Collector
+from skillsight.rebuild.catalogue import register_skill_dirs, skill_dirs, store_catalogue
+from skillsight.rebuild.finalizer import Finalizer
+from skillsight.rebuild.rebuild_pass import RebuildFn
+from skillsight.runtime._evaluation import build_scheduler
+from skillsight.store import Store, open_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Role:
+    """Which stages a process runs."""
+
+    name: str
+    ingest: bool
+    rebuild: bool
+    evaluate: bool
+
+
+ROLES: dict[str, Role] = {
+    "all": Role("all", ingest=True, rebuild=True, evaluate=True),
+    "collector": Role("collector", ingest=True, rebuild=False, evaluate=False),
+    "worker": Role("worker", ingest=False, rebuild=True, evaluate=True),
+    "rebuild": Role("rebuild", ingest=False, rebuild=True, evaluate=False),
+    "evaluate": Role("evaluate", ingest=False, rebuild=False, evaluate=True),
+    "api": Role("api", ingest=False, rebuild=False, evaluate=False),
+}
+
+
+def role_named(name: str) -> Role:
+    try:
+        return ROLES[name]
+    except KeyError:
+        raise ConfigError(f"unknown role {name!r}; known: {', '.join(ROLES)}") from None
+
+
+@dataclass
+class Services:
+    """What a process runs; absent services are None."""
+
+    settings: Settings
+    store: Store
+    role: Role = field(default_factory=lambda: ROLES["all"])
+    collector: Collector | None = None
+    finalizer: Finalizer | None = None
+    scheduler: EvaluationScheduler | None = None
+    poller: RebuiltSessionPoller | None = None
+
+    def health(self) -> dict[str, object]:
+        """The state of every service, for ``/healthz`` and the CLI."""
+        health: dict[str, object] = {"role": self.role.name}
+        if self.collector is not None:
+            health.update(self.collector.health())
+        else:
+            health["store"] = self.store.kind
+        health["rebuild"] = self.finalizer.health() if self.finalizer else {"enabled": False}
+        health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
+        return health
+
+
+@asynccontextmanager
+async def build_services(
+    settings: Settings,
+    *,
+    role: Role | str = "all",
+    store: Store | None = None,
+    scheduler: EvaluationScheduler | None = None,
+    rebuild: RebuildFn | None = None,
+    shard: tuple[int, int] = (0, 1),
+    warm_up: bool = False,
+) -> AsyncIterator[Services]:
+    """Open the role's services, run them while the block runs, and stop them in order.
+
+    ``store`` (given: left open) and ``scheduler`` replace the ones the settings would build;
+    ``rebuild`` replaces the rebuild algorithm; ``shard`` is this process's share of sessions
+    (INDEX, COUNT); ``warm_up`` loads the embedding model at start (long-running processes).
+    """
+    role = role_named(role) if isinstance(role, str) else role
+    async with AsyncExitStack() as stack:
+        if store is None:
+            store = await asyncio.to_thread(open_store, settings)
+            stack.push_async_callback(asyncio.to_thread, store.close)
+        services = Services(settings, store, role)
+        if settings.skills_dirs and role.name != "api":
+            projects = sorted(set(settings.api_keys.values())) or [DEFAULT_PROJECT]
+            report = await asyncio.to_thread(
+                register_skill_dirs, store, skill_dirs(settings.skills_dirs), projects
+            )
+            log.info("catalogue: %d skills from %s", len(report.skills), settings.skills_dirs)
+        rebuilding = role.rebuild and settings.rebuild_enabled
+        # a process that rebuilds scores what it rebuilt; one that does not polls the store
+        if role.evaluate and settings.eval_enabled and (rebuilding or not role.rebuild):
+            services.scheduler = scheduler or build_scheduler(store, settings, warm_up=warm_up)
+            await stack.enter_async_context(services.scheduler)
+        if role.ingest:
+            services.collector = Collector(store, settings)
+        if rebuilding:
+            services.finalizer = _finalizer(store, settings, services.collector, rebuild, shard)
+            if services.scheduler is not None:
+                services.finalizer.subscribe(services.scheduler.submit)
+            await stack.enter_async_context(services.finalizer)
+        elif services.scheduler is not None:
+            services.poller = RebuiltSessionPoller(
+                store,
+                services.scheduler,
+                poll_s=settings.rebuild_poll_s,
+                catchup_s=settings.rebuild_catchup_s,
+            )
+            await stack.enter_async_context(services.poller)
+        if services.collector is not None:
+            await stack.enter_async_context(services.collector)
+        yield services
+
+
+def _finalizer(
+    store: Store,
+    settings: Settings,
+    collector: Collector | None,
+    rebuild: RebuildFn | None,
+    shard: tuple[int, int],
+) -> Finalizer:
+    return Finalizer(
+        store,
+        quiet_s=settings.rebuild_quiet_s,
+        max_wait_s=settings.rebuild_max_wait_s,
+        settle_s=settings.rebuild_settle_s,
+        poll_s=settings.rebuild_poll_s,
+        batch_max=settings.rebuild_batch_max,
+        catchup_s=settings.rebuild_catchup_s,
+        rebuild=rebuild,
+        catalogue=store_catalogue(store),
+        commits=collector.commits if collector is not None else None,
+        shard=shard,
+    )

@@ -1,0 +1,150 @@
+"""The skill activation record: the evaluation unit, (decision, internal trajectory, integration).
+
+One shape for every source (skillsight's spans, OpenInference, traceAI, Claude Code's native
+telemetry), so evaluators, the API and the store never ask where an activation came from.
+DESIGN.md (*Skill activations*) gives the boundary rules this record is cut by.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Trigger = Literal["skill_tool", "read_skill_md", "load_skill_tool", "span", "event", "subagent"]
+Outcome = Literal["completed", "error", "interrupted"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def iso(ns: int) -> str:
+    """ISO 8601 in UTC with microseconds, the one timestamp format of trajectories."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return f"{_second(seconds)}.{rest // 1000:06d}Z"
+
+
+def activation_id(trace_or_session: str, start_call_id: str) -> str:
+    """Deterministic id: the same activation rebuilt twice gets the same id."""
+    digest = hashlib.sha256(f"{trace_or_session}\x1f{start_call_id}".encode()).hexdigest()
+    return digest[:32]
+
+
+class Tokens(BaseModel):
+    input: int = Field(
+        default=0, description="prompt tokens neither read from nor written to cache"
+    )
+    output: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+
+
+class ToolCall(BaseModel):
+    """One tool call the agent made while the skill was active."""
+
+    tool_call_id: str
+    name: str
+    arguments: Any = Field(default=None, description="parsed JSON when the source had JSON")
+    result: str | None = Field(default=None, description="None when the source did not log it")
+    is_error: bool = False
+    step_id: int = Field(description="ATIF step of the session trajectory that made the call")
+    started_at: str = ""
+    duration_ms: float | None = None
+    span_id: str = ""
+
+
+class VisibleSkill(BaseModel):
+    """A skill the agent could see when it decided (from the catalogue it was shown)."""
+
+    name: str
+    description: str = ""
+
+
+class SkillContract(BaseModel):
+    """What the skill declares: its scope, tool surface and version."""
+
+    name: str
+    description: str = ""
+    allowed_tools: list[str] | None = Field(
+        default=None, description="declared patterns; None = undeclared (unconstrained)"
+    )
+    version: str = Field(default="", description="SHA-256 of the skill folder's content")
+    source_uri: str = ""
+
+
+class Activation(BaseModel):
+    """One time a skill was used in a session."""
+
+    activation_id: str
+    project_id: str = "default"
+    session_id: str
+    trace_id: str
+    skill_name: str
+    skill_version: str = ""
+    trigger: Trigger
+    trigger_call_id: str = Field(
+        description="tool call id (or span id / event record id) that started the activation"
+    )
+    trigger_step_id: int | None = None
+    mechanism: str = Field(
+        default="",
+        description="how the skill was loaded (a Trigger value); differs from trigger only for "
+        "'subagent': how the subagent loaded it ('preloaded' when it never did)",
+    )
+    load_call_id: str = Field(
+        default="",
+        description="the call that loaded the skill: the trigger call, or for 'subagent' the "
+        "Skill/Read/load_skill call inside the subagent ('' when preloaded)",
+    )
+    trajectory_id: str = Field(
+        default="",
+        description="the (sub)trajectory that step_ids and tool_calls[].step_id refer to",
+    )
+    activation_span_id: str = Field(
+        default="",
+        description="the explicit activation span that bounds it exactly ('' when inferred)",
+    )
+    decision_trajectory_id: str = Field(
+        default="",
+        description="the trajectory that trigger_step_id and integration_step_id refer to "
+        "(the parent's for 'subagent', else trajectory_id)",
+    )
+    agent: str = ""
+    subagent: str = Field(default="", description="agent type when run inside a subagent")
+    parent_activation_id: str = Field(default="", description="set when nested in another")
+    source_convention: str = ""
+    request: str = Field(default="", description="the user request ('' when not logged)")
+    request_logged: bool = True
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="internal calls in order, the loading call excluded"
+    )
+    skill_output: str | None = Field(
+        default=None, description="what the skill's loading call returned, when logged"
+    )
+    integration_message: str | None = None
+    integration_step_id: int | None = None
+    step_ids: list[int] = Field(default_factory=list, description="internal trajectory steps")
+    started_at: str
+    ended_at: str
+    duration_ms: float = 0.0
+    tokens: Tokens = Field(default_factory=Tokens)
+    cost_usd: float = 0.0
+    outcome: Outcome = "completed"
+    visible_skills: list[VisibleSkill] = Field(default_factory=list)
+    contract: SkillContract | None = None
+    rebuilt_at: str = Field(
+        default="",
+        description="when this version of the record was rebuilt (ISO 8601, UTC); a session "
+        "rebuilt on late rows replaces it, and each evaluation names the rebuild it scored",
+    )
+    settled: bool = Field(
+        default=True,
+        description="false while its session is incomplete (still running, or its root span "
+        "late): a provisional rebuild, shown but not scored until the session completes or "
+        "settles",
+    )
