@@ -31,6 +31,7 @@ from skillsight.store.fastpath._schema import STRUCTURE
 from skillsight.store.fastpath._screen import distinct_span_ids, screen
 from skillsight.store.fastpath._statement import raw_select, settings
 from skillsight.store.fastpath._writer import FastTraceWriter
+from skillsight.store.normalize import span_projection
 from skillsight.store.rows import SPAN_SCHEMA
 
 PROJECT = "bench"
@@ -72,7 +73,7 @@ def _store(root: Path, name: str) -> Iterator[EmbeddedStore]:
     store = EmbeddedStore(root / name)
     try:
         store.migrate()
-        store._command("SYSTEM STOP MERGES spans")
+        store.execute("SYSTEM STOP MERGES spans")
         yield store
     finally:
         store.close()
@@ -91,7 +92,7 @@ def python_path(
     insert_settings: str,
 ) -> dict[str, Timing]:
     decode, insert = Timing(), Timing()
-    columns, select = store._span_columns, store._span_select
+    columns, select = span_projection()
     for batch in batches:
         with _timed(decode):
             tables = [
@@ -101,10 +102,10 @@ def python_path(
             data = pa.concat_tables(tables)
         with _timed(insert):
             if insert_settings:
-                # Store.insert_spans, with settings it does not take
+                # Store.spans.insert, with settings it does not take
                 _python_insert(store, columns, select, data, insert_settings)
             else:
-                store.insert_spans(data)
+                store.spans.insert(data)
     return {"decode + Arrow": decode, "INSERT ... FROM Python(arrow)": insert}
 
 
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 with _store(root, f"{label.split(',')[0]}-{round_}") as store:
                     # a server runs these statements all day: time them warm, as it does
                     run(store, [[0]])
-                    store._command("TRUNCATE TABLE spans")
+                    store.execute("TRUNCATE TABLE spans")
                     got = run(store, batches)
                 if best is None or sum(t.cpu for t in got.values()) < sum(
                     t.cpu for t in best.values()

@@ -84,8 +84,8 @@ def _insert_session(store: Store, project_id: str, steps: int, skill_every: int,
         steps, skill_every=skill_every, seed=seed, session_id=session_id
     )
     span_table, event_table = raw_tables(project_id, spans, events)
-    store.insert_spans(span_table)
-    store.insert_events(event_table)
+    store.spans.insert(span_table)
+    store.events.insert(event_table)
     return session_id
 
 
@@ -117,7 +117,7 @@ def run_rebuild_bench(
         try:
             store.migrate()
             long_session = _insert_session(store, "bench", steps, skill_every, seed=1)
-            spans, events = store.session_rows("bench", long_session)
+            spans, events = store.sessions.rows("bench", long_session)
             result = rebuild(spans, events, project_id="bench", session_id=long_session)
             activations = len(result.activations)
             algorithm_s, _ = _timed(
@@ -131,7 +131,7 @@ def run_rebuild_bench(
                 ("many", _insert_session(store, "many", session_steps, 5, seed=100 + i), 0)
                 for i in range(sessions)
             ]
-            rows = [store.session_rows("many", key) for _, key, _ in keys]
+            rows = [store.sessions.rows("many", key) for _, key, _ in keys]
             cpu = time.process_time()
             built = [
                 rebuild(s, e, project_id="many", session_id=k[1])

@@ -220,7 +220,7 @@ def _time_queries(
 
         def below(skill: str = skill, since: Any = since) -> Any:
             # what `skillsight gate` reads for a failing threshold (its limit is 20)
-            return store.evaluations_below(
+            return store.scorecards.below(
                 PROJECT, skill, 1.0, evaluator="security", since=since, limit=20
             )
 

@@ -1,6 +1,6 @@
 """Synthetic sessions of normalized rows, shaped like Claude Code's native telemetry.
 
-``synthetic_session(n)`` returns what ``Store.list_spans`` / ``list_events`` would return for a
+``synthetic_session(n)`` returns what ``Store.spans.find`` / ``list_events`` would return for a
 session of one prompt and ``n`` agent steps that each make one tool call, then a final answer:
 every ``skill_every``-th step (the first included) calls the ``Skill`` tool, the others run
 ``Bash``. The rows carry what the real CLI sends (request ids, ``tool_use_id``, tool input

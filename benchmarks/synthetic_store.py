@@ -195,7 +195,7 @@ def fill_synthetic_scorecards(store: Store, plan: SyntheticPlan) -> None:
     versions = [
         skill_version(skill, index) for skill in plan.skills for index in range(VERSIONS_PER_SKILL)
     ]
-    store._command(
+    store.execute(
         _ACTIVATIONS + _INSERT_SETTINGS,
         {
             "project": plan.project_id,
@@ -210,17 +210,17 @@ def fill_synthetic_scorecards(store: Store, plan: SyntheticPlan) -> None:
             "count": plan.activations,
         },
     )
-    store._command(
+    store.execute(
         _EVALUATIONS.replace("__EVALUATORS__", _evaluator_literal()) + _INSERT_SETTINGS,
         {"project": plan.project_id, "error_share": _ERROR_SHARE},
     )
     for table in ("activations", "evaluations"):
-        store._command(f"OPTIMIZE TABLE {table} FINAL")
-    store._command(
+        store.execute(f"OPTIMIZE TABLE {table} FINAL")
+    store.execute(
         _RESCORES + _INSERT_SETTINGS,
         {"project": plan.project_id, "permille": plan.rescore_permille},
     )
-    store._command(
+    store.execute(
         _REBUILDS + _INSERT_SETTINGS,
         {"project": plan.project_id, "permille": plan.rebuild_permille},
     )

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skillsight.store import EmbeddedStore, Store
-from skillsight.store._server import ServerStore
+from skillsight.store import EmbeddedStore, ServerStore, Store
 from tests.support.chdb_http import ChdbHttpServer
 
 # Users the endpoint accepts; the second has a password that needs URL-encoding.
@@ -45,7 +44,7 @@ def server_store(chdb_http: ChdbHttpServer) -> Iterator[ServerStore]:
     store.migrate()
     yield store
     database = store.address.database
-    store._command(f"DROP DATABASE IF EXISTS `{database}`")
+    store.execute(f"DROP DATABASE IF EXISTS `{database}`")
     store.close()
 
 

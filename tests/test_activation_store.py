@@ -70,24 +70,24 @@ def test_rebuild_round_trips_and_reads_filter_by_skill_session_and_time(store: S
     first = _activation("s1", "a", "csv-summary", "2026-11-20T10:00:00.250000Z")
     second = _activation("s1", "b", "pdf-fill", "2026-11-20T10:05:00Z")
     other = _activation("s2", "c", "csv-summary", "2026-11-21T09:00:00Z")
-    stamp = store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1", 3), [first, second]))
-    store.write_rebuild("p1", Rebuilt("s2", _trajectory("s2"), [other]))
+    stamp = store.rebuilds.write_one("p1", Rebuilt("s1", _trajectory("s1", 3), [first, second]))
+    store.rebuilds.write_one("p1", Rebuilt("s2", _trajectory("s2"), [other]))
 
-    stored = store.get_activation("p1", first.activation_id)
+    stored = store.activations.get("p1", first.activation_id)
     # the record names the rebuild it comes from, to the microsecond of the stamp
     rebuilt_at = datetime.fromtimestamp(stamp // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     assert stored == first.model_copy(
         update={"project_id": "p1", "rebuilt_at": f"{rebuilt_at}.{stamp % 1_000_000:06d}Z"}
     )
-    assert _ids(store.list_activations("p1")) == ["s2-c", "s1-b", "s1-a"]
-    assert _ids(store.list_activations("p1", skill="csv-summary")) == ["s2-c", "s1-a"]
-    assert _ids(store.list_activations("p1", session_id="s1")) == ["s1-b", "s1-a"]
-    assert _ids(store.list_activations("p1", since=datetime(2026, 11, 20, 10, 1))) == [
+    assert _ids(store.activations.find("p1")) == ["s2-c", "s1-b", "s1-a"]
+    assert _ids(store.activations.find("p1", skill="csv-summary")) == ["s2-c", "s1-a"]
+    assert _ids(store.activations.find("p1", session_id="s1")) == ["s1-b", "s1-a"]
+    assert _ids(store.activations.find("p1", since=datetime(2026, 11, 20, 10, 1))) == [
         "s2-c",
         "s1-b",
     ]
-    assert _ids(store.list_activations("p1", limit=1)) == ["s2-c"]
-    document = store.get_trajectory("p1", "s1")
+    assert _ids(store.activations.find("p1", limit=1)) == ["s2-c"]
+    document = store.trajectories.get("p1", "s1")
     assert document is not None
     assert atif.parse(document) == _trajectory("s1", 3)
 
@@ -95,28 +95,28 @@ def test_rebuild_round_trips_and_reads_filter_by_skill_session_and_time(store: S
 def test_a_rebuild_with_fewer_activations_leaves_none_stale(store: Store) -> None:
     a = _activation("s1", "a", "csv-summary", "2026-11-20T10:00:00Z")
     b = _activation("s1", "b", "csv-summary", "2026-11-20T10:01:00Z")
-    store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1"), [a, b]))
-    store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1", 2), [b]))
-    assert _ids(store.list_activations("p1")) == ["s1-b"]
-    assert store.get_activation("p1", a.activation_id) is None
-    store.write_rebuild("p1", Rebuilt("s1", _trajectory("s1", 2), []))
-    assert store.list_activations("p1") == []
-    assert store.get_activation("p1", b.activation_id) is None
+    store.rebuilds.write_one("p1", Rebuilt("s1", _trajectory("s1"), [a, b]))
+    store.rebuilds.write_one("p1", Rebuilt("s1", _trajectory("s1", 2), [b]))
+    assert _ids(store.activations.find("p1")) == ["s1-b"]
+    assert store.activations.get("p1", a.activation_id) is None
+    store.rebuilds.write_one("p1", Rebuilt("s1", _trajectory("s1", 2), []))
+    assert store.activations.find("p1") == []
+    assert store.activations.get("p1", b.activation_id) is None
     # the same rebuild written twice (a retried write) is still one row per activation
-    store.write_rebuilds([])
+    store.rebuilds.write([])
     rebuilt = Rebuilt("s1", _trajectory("s1"), [a])
-    store.write_rebuild("p1", rebuilt)
-    store.write_rebuild("p1", rebuilt)
-    assert _ids(store.list_activations("p1")) == ["s1-a"]
+    store.rebuilds.write_one("p1", rebuilt)
+    store.rebuilds.write_one("p1", rebuilt)
+    assert _ids(store.activations.find("p1")) == ["s1-a"]
 
 
 def test_projects_never_see_each_other(store: Store) -> None:
     a = _activation("s1", "a", "csv-summary", "2026-11-20T10:00:00Z")
-    store.write_rebuild("alpha", Rebuilt("s1", _trajectory("s1"), [a]))
-    assert store.list_activations("beta") == []
-    assert store.get_activation("beta", a.activation_id) is None
-    assert store.get_trajectory("beta", "s1") is None
-    assert store.get_activation("alpha", a.activation_id) is not None
+    store.rebuilds.write_one("alpha", Rebuilt("s1", _trajectory("s1"), [a]))
+    assert store.activations.find("beta") == []
+    assert store.activations.get("beta", a.activation_id) is None
+    assert store.trajectories.get("beta", "s1") is None
+    assert store.activations.get("alpha", a.activation_id) is not None
 
 
 def _ingest_captures(store: Store, project: str) -> None:
@@ -127,43 +127,43 @@ def _ingest_captures(store: Store, project: str) -> None:
     events = otlp.decode(
         otlp.LOGS, (CAPTURES / "logs.pb").read_bytes(), "protobuf", project, limits
     )
-    store.insert_spans(spans.columns.to_arrow(SPAN_SCHEMA))
-    store.insert_events(events.columns.to_arrow(EVENT_SCHEMA))
+    store.spans.insert(spans.columns.to_arrow(SPAN_SCHEMA))
+    store.events.insert(events.columns.to_arrow(EVENT_SCHEMA))
 
 
 def test_touched_sessions_and_session_rows(store: Store) -> None:
     _ingest_captures(store, "p1")
-    touched = store.touched_sessions(0)
+    touched = store.sessions.touched(0)
     assert [(project, key) for project, key, _ in touched] == [("p1", CAPTURED_SESSION)]
     last = touched[0][2]
-    assert store.touched_sessions(last) == []
-    assert store.list_session_keys("p1") == [CAPTURED_SESSION]
-    assert store.list_session_keys("p2") == []
-    spans, events = store.session_rows("p1", CAPTURED_SESSION)
+    assert store.sessions.touched(last) == []
+    assert store.sessions.keys("p1") == [CAPTURED_SESSION]
+    assert store.sessions.keys("p2") == []
+    spans, events = store.sessions.rows("p1", CAPTURED_SESSION)
     assert (len(spans), len(events)) == (11, 18)
-    assert spans == store.list_spans("p1", session_id=CAPTURED_SESSION)
-    assert store.session_rows("p2", CAPTURED_SESSION) == ([], [])
-    assert store.sessions_rows("p1", [CAPTURED_SESSION, "no-such-session"]) == {
+    assert spans == store.spans.find("p1", session_id=CAPTURED_SESSION)
+    assert store.sessions.rows("p2", CAPTURED_SESSION) == ([], [])
+    assert store.sessions.rows_of("p1", [CAPTURED_SESSION, "no-such-session"]) == {
         CAPTURED_SESSION: (spans, events),
         "no-such-session": ([], []),
     }
-    assert store.rebuilt_through("p1", [CAPTURED_SESSION]) == {}
-    store.write_rebuild(
+    assert store.rebuilds.through("p1", [CAPTURED_SESSION]) == {}
+    store.rebuilds.write_one(
         "p1", Rebuilt(CAPTURED_SESSION, _trajectory(CAPTURED_SESSION)), ingested_through_us=last
     )
-    assert store.rebuilt_through("p1", [CAPTURED_SESSION]) == {CAPTURED_SESSION: last}
+    assert store.rebuilds.through("p1", [CAPTURED_SESSION]) == {CAPTURED_SESSION: last}
 
 
 def test_a_span_without_session_id_belongs_to_the_session_of_its_trace(store: Store) -> None:
     """Claude Code puts session.id on every span; other sources only on the agent span."""
     _ingest_captures(store, "p1")
-    store._command(
+    store.execute(
         "INSERT INTO spans SELECT * REPLACE ('p3' AS project_id, "
         "if(name = 'claude_code.interaction', session_id, '') AS session_id) "
         "FROM (SELECT * FROM spans WHERE project_id = 'p1')"
     )
-    touched = [(project, key) for project, key, _ in store.touched_sessions(0)]
+    touched = [(project, key) for project, key, _ in store.sessions.touched(0)]
     assert sorted(touched) == [("p1", CAPTURED_SESSION), ("p3", CAPTURED_SESSION)]
-    assert store.list_session_keys("p3") == [CAPTURED_SESSION]
-    spans, events = store.session_rows("p3", CAPTURED_SESSION)
+    assert store.sessions.keys("p3") == [CAPTURED_SESSION]
+    spans, events = store.sessions.rows("p3", CAPTURED_SESSION)
     assert (len(spans), len(events)) == (11, 0)

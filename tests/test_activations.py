@@ -54,9 +54,9 @@ def insert(store: EmbeddedStore, path: Path) -> None:
     decoded = otlp.decode(signal, path.read_bytes(), encoding, "default", LIMITS)
     assert decoded.rejected == 0, decoded.message()
     if signal == otlp.TRACES:
-        store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+        store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
     else:
-        store.insert_events(decoded.columns.to_arrow(EVENT_SCHEMA))
+        store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
 
 
 def load(store: EmbeddedStore, folder: Path) -> None:
@@ -66,7 +66,7 @@ def load(store: EmbeddedStore, folder: Path) -> None:
 
 
 def stored_rows(store: EmbeddedStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    return store.list_spans("default", limit=ROWS), store.list_events("default", limit=ROWS)
+    return store.spans.find("default", limit=ROWS), store.events.find("default", limit=ROWS)
 
 
 def rebuild(store: EmbeddedStore, **options: Any) -> Rebuilt:
@@ -340,12 +340,12 @@ def test_shuffled_repeated_and_late_delivery_rebuilds_the_same(tmp_path: Path) -
         order = [i for i in range(spans.num_rows) if i != late]
         shuffle.shuffle(order)
         for batch in (order[: len(order) // 2], order[len(order) // 2 :]):
-            messy.insert_spans(spans.take(batch))
+            messy.spans.insert(spans.take(batch))
         events_order = list(range(events.num_rows))
         shuffle.shuffle(events_order)
-        messy.insert_events(events.take(events_order))
+        messy.events.insert(events.take(events_order))
     before = rebuild(messy)
-    messy.insert_spans(spans.take([late, late]))  # an hour later, and twice
+    messy.spans.insert(spans.take([late, late]))  # an hour later, and twice
     after = rebuild(messy)
     messy.close()
 
@@ -397,7 +397,7 @@ def exported(store: EmbeddedStore, exporter: InMemorySpanExporter) -> Rebuilt:
     body = encode_spans(exporter.get_finished_spans()).SerializeToString()
     decoded = otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", LIMITS)
     assert decoded.rejected == 0
-    store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+    store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
     return rebuild(store)
 
 
@@ -661,12 +661,12 @@ def test_skillsight_instrumentor_gives_the_expected_activations(tmp_path: Path) 
     store = EmbeddedStore(tmp_path / "store")
     store.migrate()
     body = encode_spans(exporter.get_finished_spans()).SerializeToString()
-    store.insert_spans(
+    store.spans.insert(
         otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", LIMITS).columns.to_arrow(
             SPAN_SCHEMA
         )
     )
-    spans = store.list_spans("default", limit=ROWS)
+    spans = store.spans.find("default", limit=ROWS)
     store.close()
     of_trace = {s["trace_id"]: s["session_id"] for s in spans if s["session_id"]}
     for name in names:
@@ -899,8 +899,8 @@ def test_an_activation_gets_the_contract_of_the_version_it_ran(
         "description: Summarise a CSV file and chart it.\nallowed-tools: Bash(python3:*) Read\n",
     )
     assert newer.version != older.version
-    embedded_store.insert_skills("default", [older], scanned_at=datetime(2026, 11, 1, tzinfo=UTC))
-    embedded_store.insert_skills("default", [newer], scanned_at=datetime(2026, 11, 2, tzinfo=UTC))
+    embedded_store.skills.insert("default", [older], scanned_at=datetime(2026, 11, 1, tzinfo=UTC))
+    embedded_store.skills.insert("default", [newer], scanned_at=datetime(2026, 11, 2, tzinfo=UTC))
     catalogue = store_catalogue(embedded_store)("default")
     assert isinstance(catalogue, Catalogue)
     assert catalogue.versions("csv-summary") == (catalogued(newer), catalogued(older))

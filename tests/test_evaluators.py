@@ -716,18 +716,18 @@ def test_store_round_trip_and_reruns_replace(store: Store) -> None:
     act = activation([bash(1, "ls", error=True)])
     first = ToolErrorsEvaluator().evaluate(act)
     na = EfficiencyEvaluator().evaluate(act)
-    assert store.write_evaluations("p1", [first.to_row(1_000), na.to_row(1_000)]) == 2
+    assert store.evaluations.write("p1", [first.to_row(1_000), na.to_row(1_000)]) == 2
     rerun = replace(first, reason="rerun")
-    store.write_evaluations("p1", [rerun.to_row(2_000)])
-    rows = store.list_evaluations("p1", "act1")
+    store.evaluations.write("p1", [rerun.to_row(2_000)])
+    rows = store.evaluations.for_activation("p1", "act1")
     assert [Evaluation.from_row(r) for r in rows] == [
         replace(na, project_id="p1"),
         replace(rerun, project_id="p1"),
     ]
     assert [r["evaluated_at_us"] for r in rows] == [1_000, 2_000]
-    assert store.list_evaluations("other-project", "act1") == []
+    assert store.evaluations.for_activation("other-project", "act1") == []
     with pytest.raises(StoreError, match="has no evaluator"):
-        store.write_evaluations("p1", [{"activation_id": "a", "evaluator_version": "1"}])
+        store.evaluations.write("p1", [{"activation_id": "a", "evaluator_version": "1"}])
 
 
 # --- real Claude Code scenario captures -----------------------------------------------------------
@@ -761,11 +761,11 @@ def _rebuilt(tmp_path: Path, scenario: str, source: str, catalogue: dict[str, An
             decoded = otlp.decode(signal, path.read_bytes(), encoding, "default", otlp.Limits())
             assert decoded.rejected == 0, decoded.message()
             if signal == otlp.TRACES:
-                store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+                store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
             else:
-                store.insert_events(decoded.columns.to_arrow(EVENT_SCHEMA))
-        spans = store.list_spans("default", limit=100_000)
-        events = store.list_events("default", limit=100_000)
+                store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
+        spans = store.spans.find("default", limit=100_000)
+        events = store.events.find("default", limit=100_000)
     finally:
         store.close()
     return rebuild_session(spans, events, catalogue=catalogue)

@@ -142,7 +142,7 @@ def simple(*spans: Span, service: str = "svc") -> bytes:
 def open_store(folder: Path) -> Iterator[EmbeddedStore]:
     store = EmbeddedStore(folder)
     store.migrate()
-    store._command("SYSTEM STOP MERGES spans")  # so that duplicate rows would show
+    store.execute("SYSTEM STOP MERGES spans")  # so that duplicate rows would show
     try:
         yield store
     finally:
@@ -162,7 +162,7 @@ def python_insert(store: EmbeddedStore, requests: Sequence[Request], limits: Lim
         assert decoded.rejected == 0, decoded.message()
         tables.append(decoded.columns.to_arrow(SPAN_SCHEMA))
     if tables:
-        store.insert_spans(pa.concat_tables(tables))
+        store.spans.insert(pa.concat_tables(tables))
 
 
 def python_rows(

@@ -30,9 +30,7 @@ from skillsight.ingest import otlp
 from skillsight.rebuild.finalizer import ActivationsReady, Finalizer, is_complete
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.runtime import Services, parse_shard
-from skillsight.store import EmbeddedStore
-from skillsight.store._rebuilds import SessionRebuild
-from skillsight.store._server import ServerStore
+from skillsight.store import EmbeddedStore, ServerStore, SessionRebuild
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from tests.support.serve import RunningServer, running_server
 
@@ -400,14 +398,14 @@ def _ingest_capture_pair(store: EmbeddedStore, project: str) -> tuple[str, str]:
         folder = CAPTURES / "claude_code"
         spans = otlp.decode(otlp.TRACES, (folder / traces).read_bytes(), encoding, project, limits)
         events = otlp.decode(otlp.LOGS, (folder / logs).read_bytes(), encoding, project, limits)
-        store.insert_spans(spans.columns.to_arrow(SPAN_SCHEMA))
-        store.insert_events(events.columns.to_arrow(EVENT_SCHEMA))
+        store.spans.insert(spans.columns.to_arrow(SPAN_SCHEMA))
+        store.events.insert(events.columns.to_arrow(EVENT_SCHEMA))
         sessions.append(_first_session(store, project, sessions))
     return sessions[0], sessions[1]
 
 
 def _first_session(store: EmbeddedStore, project: str, known: list[str]) -> str:
-    keys = [key for p, key, _ in store.touched_sessions(0) if p == project and key not in known]
+    keys = [key for p, key, _ in store.sessions.touched(0) if p == project and key not in known]
     assert len(keys) == 1, keys
     return keys[0]
 
@@ -451,12 +449,12 @@ def test_a_failing_session_is_counted_and_the_others_are_rebuilt_and_announced(
     health = asyncio.run(run())
     assert health["sessions_rebuilt"] == 1
     assert health["errors"] == 2  # the bad session, and the subscriber that raised
-    stored = embedded_store.list_activations("p")
+    stored = embedded_store.activations.find("p")
     assert [(a.session_id, a.skill_name) for a in stored] == [(good, "csv-summary")]
     assert [(i.project_id, i.session_id, i.activations) for i in announced] == [
         ("p", good, tuple(stored))
     ]
-    assert embedded_store.get_trajectory("p", bad) is None
+    assert embedded_store.trajectories.get("p", bad) is None
 
 
 def test_leaving_rebuilds_what_is_still_pending(embedded_store: EmbeddedStore) -> None:
@@ -471,7 +469,7 @@ def test_leaving_rebuilds_what_is_still_pending(embedded_store: EmbeddedStore) -
         return finalizer.stats.sessions_rebuilt
 
     assert asyncio.run(run()) == 2
-    assert sorted(a.skill_name for a in embedded_store.list_activations("p")) == [
+    assert sorted(a.skill_name for a in embedded_store.activations.find("p")) == [
         "csv-summary",
         "csv-summary",
     ]
@@ -499,11 +497,11 @@ def test_a_restarted_finalizer_catches_up_on_what_was_not_rebuilt(
     embedded_store: EmbeddedStore,
 ) -> None:
     first, second = _ingest_capture_pair(embedded_store, "p")
-    spans, events = embedded_store.session_rows("p", first)
-    embedded_store.write_rebuild(
+    spans, events = embedded_store.sessions.rows("p", first)
+    embedded_store.rebuilds.write_one(
         "p",
         rebuild_session(spans, events, project_id="p", session_id=first),
-        ingested_through_us=max(t for _, k, t in embedded_store.touched_sessions(0) if k == first),
+        ingested_through_us=max(t for _, k, t in embedded_store.sessions.touched(0) if k == first),
     )
 
     assert _announced_on_restart(embedded_store) == [second]
@@ -515,22 +513,22 @@ def test_a_restarted_finalizer_settles_what_a_crash_left_provisional(
     """A service killed without its final pass leaves a provisional (unsettled) rebuild that
     no evaluator saw; the next start owes it, a settled one it does not."""
     first, second = _ingest_capture_pair(embedded_store, "p")
-    through = {k: t for _, k, t in embedded_store.touched_sessions(0)}
-    embedded_store.write_rebuilds(
+    through = {k: t for _, k, t in embedded_store.sessions.touched(0)}
+    embedded_store.rebuilds.write(
         [
             SessionRebuild(
                 "p",
-                rebuild_session(*embedded_store.session_rows("p", key), session_id=key),
+                rebuild_session(*embedded_store.sessions.rows("p", key), session_id=key),
                 through[key],
                 settled=key == second,
             )
             for key in (first, second)
         ]
     )
-    assert [key for _, key, _ in embedded_store.rebuilt_sessions(0)] == [second]
+    assert [key for _, key, _ in embedded_store.rebuilds.since(0)] == [second]
 
     assert _announced_on_restart(embedded_store) == [first]
-    assert {key for _, key, _ in embedded_store.rebuilt_sessions(0)} == {first, second}
+    assert {key for _, key, _ in embedded_store.rebuilds.since(0)} == {first, second}
 
 
 # -- skillsight worker: the finalizer as its own process, on the ClickHouse server transport ----
@@ -558,10 +556,10 @@ def test_a_worker_process_rebuilds_what_collectors_wrote(server_store: ServerSto
             otlp.TRACES, (folder / "traces.pb").read_bytes(), "protobuf", "w", limits
         )
         events = otlp.decode(otlp.LOGS, (folder / "logs.pb").read_bytes(), "protobuf", "w", limits)
-        server_store.insert_spans(spans.columns.to_arrow(SPAN_SCHEMA))
-        server_store.insert_events(events.columns.to_arrow(EVENT_SCHEMA))
+        server_store.spans.insert(spans.columns.to_arrow(SPAN_SCHEMA))
+        server_store.events.insert(events.columns.to_arrow(EVENT_SCHEMA))
         deadline = time.monotonic() + 60
-        while not (found := server_store.list_activations("w")):
+        while not (found := server_store.activations.find("w")):
             assert time.monotonic() < deadline, "the worker rebuilt nothing"
             time.sleep(0.05)
         assert [(a.skill_name, [c.name for c in a.tool_calls]) for a in found] == [
@@ -619,7 +617,7 @@ def test_the_documented_evaluator_hook_hears_of_every_rebuilt_session(
     assert {(i.project_id, i.session_id) for i in heard} == {
         ("p", "093ac2ae-a7ab-4b25-b958-3919a7e38a98")
     }
-    assert heard[-1].activations == tuple(embedded_store.list_activations("p"))
+    assert heard[-1].activations == tuple(embedded_store.activations.find("p"))
     assert [a.skill_name for a in heard[-1].activations] == ["csv-summary"]
     assert heard[-1].activations[0].integration_message
 
@@ -655,8 +653,8 @@ def _announced_after_provisional(
     """Run a finalizer over the rootless session until it has been rebuilt provisionally, check
     what shows, call ``then`` and run on until something is announced."""
     spans, root, events = _split_root("p")
-    store.insert_spans(spans)
-    store.insert_events(events)
+    store.spans.insert(spans)
+    store.events.insert(events)
     announced: list[ActivationsReady] = []
 
     async def note(item: ActivationsReady) -> None:
@@ -671,13 +669,13 @@ def _announced_after_provisional(
                     await asyncio.sleep(0.02)
             shown = finalizer.health()
             assert announced == []  # nothing handed to scoring yet
-            assert [(a.skill_name, a.settled) for a in store.list_activations("p")] == [
+            assert [(a.skill_name, a.settled) for a in store.activations.find("p")] == [
                 ("csv-summary", False)  # shown, marked as such
             ]
             console = Console(record=True, width=200)
-            print_activation(console, store.list_activations("p")[0])
+            print_activation(console, store.activations.find("p")[0])
             assert "provisional: the session is still incomplete" in console.export_text()
-            assert store.rebuilt_sessions(0) == []  # nor to evaluation workers
+            assert store.rebuilds.since(0) == []  # nor to evaluation workers
             if then is not None:
                 then(root)
             async with asyncio.timeout(30):
@@ -702,17 +700,17 @@ def test_a_session_past_max_wait_is_shown_but_scored_only_once_settled(
     }
     [item] = announced
     assert [a.skill_name for a in item.activations] == ["csv-summary"]
-    assert [a.settled for a in embedded_store.list_activations("p")] == [True]
+    assert [a.settled for a in embedded_store.activations.find("p")] == [True]
     assert {k: done[k] for k in ("unsettled_sessions", "settled_incomplete")} == {
         "unsettled_sessions": 0,
         "settled_incomplete": 1,
     }
-    assert [key for _, key, _ in embedded_store.rebuilt_sessions(0)] == [item.session_id]
+    assert [key for _, key, _ in embedded_store.rebuilds.since(0)] == [item.session_id]
 
 
 def test_a_late_root_settles_the_session_at_once(embedded_store: EmbeddedStore) -> None:
     announced, _, done = _announced_after_provisional(
-        embedded_store, settle_s=3600, then=embedded_store.insert_spans
+        embedded_store, settle_s=3600, then=embedded_store.spans.insert
     )
     [item] = announced  # complete now, so scored without waiting out settle_s
     assert [a.skill_name for a in item.activations] == ["csv-summary"]

@@ -43,9 +43,9 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             root = Path(load_capture(name).manifest["project_root"])
             build_scenario(name, root).write()
             skills = sorted((root / ".claude" / "skills").iterdir())
-            store.insert_skills("default", [load_skill(s) for s in skills])
+            store.skills.insert("default", [load_skill(s) for s in skills])
             load(store, CAPTURES / name / "claude_code")
-        keys = store.touched_sessions(0)
+        keys = store.sessions.touched(0)
         rebuild_sessions(store, keys, rebuild=default_rebuild(), catalogue=store_catalogue(store))
     finally:
         store.close()

@@ -41,11 +41,11 @@ def _rebuilt(folder: Path, bodies: list[Body]) -> list[Activation]:
             decoded = otlp.decode(signal, body, otlp.PROTOBUF, "default", otlp.Limits())
             assert decoded.rejected == 0, decoded.message()
             if signal == otlp.TRACES:
-                store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+                store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
             else:
-                store.insert_events(decoded.columns.to_arrow(EVENT_SCHEMA))
-        spans = store.list_spans("default", limit=100_000)
-        events = store.list_events("default", limit=100_000)
+                store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
+        spans = store.spans.find("default", limit=100_000)
+        events = store.events.find("default", limit=100_000)
     finally:
         store.close()
     return rebuild_session(spans, events).activations

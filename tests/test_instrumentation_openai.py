@@ -954,11 +954,11 @@ def test_the_collector_rebuilds_the_same_activation_from_the_exported_spans(
     body = encode_spans(spans).SerializeToString()
     decoded = otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", otlp.Limits())
     assert decoded.rejected == 0
-    embedded_store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+    embedded_store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
 
     rebuilt = rebuild_session(
-        embedded_store.list_spans("default", limit=1000),
-        embedded_store.list_events("default", limit=1000),
+        embedded_store.spans.find("default", limit=1000),
+        embedded_store.events.find("default", limit=1000),
     )
 
     (activation,) = rebuilt.activations

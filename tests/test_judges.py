@@ -141,8 +141,8 @@ def rebuilt(scenario: str) -> Rebuilt:
         store.migrate()
         try:
             load(store, SCENARIOS / scenario / "claude_code")
-            spans = store.list_spans("default", limit=100_000)
-            events = store.list_events("default", limit=100_000)
+            spans = store.spans.find("default", limit=100_000)
+            events = store.events.find("default", limit=100_000)
         finally:
             store.close()
     return rebuild_session(spans, events)
@@ -306,8 +306,8 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
     assert "## The decision: step 2" in sent[0]["messages"][1]["content"]
     assert "I'll use the csv-summary skill for this." in sent[0]["messages"][1]["content"]
     # Stored and read back whole.
-    embedded_store.write_evaluations("default", [e.to_row(1) for e in judged])
-    stored = embedded_store.list_evaluations("default", activation.activation_id)
+    embedded_store.evaluations.write("default", [e.to_row(1) for e in judged])
+    stored = embedded_store.evaluations.for_activation("default", activation.activation_id)
     assert sorted((Evaluation.from_row(r) for r in stored), key=lambda e: e.evaluator) == sorted(
         judged, key=lambda e: e.evaluator
     )
@@ -398,8 +398,8 @@ def test_malformed_json_is_retried_then_recorded_as_an_error_with_no_score(
     )
     # What the failed attempts cost still counts against the cap.
     assert cap.spent_usd == pytest.approx(3 * COST)
-    embedded_store.write_evaluations("default", [judged.to_row(1)])
-    (row,) = embedded_store.list_evaluations("default", activation.activation_id)
+    embedded_store.evaluations.write("default", [judged.to_row(1)])
+    (row,) = embedded_store.evaluations.for_activation("default", activation.activation_id)
     assert (row["score"], row["passed"], row["label"], row["error"]) == (
         None,
         None,
@@ -628,8 +628,10 @@ def test_the_spend_cap_stops_judging_and_the_rest_shows_not_evaluated(
         ("a3", None, NOT_EVALUATED, SPEND_CAP_REACHED),
     ]
     assert (cap.spent_usd, cap.refused) == (pytest.approx(2 * COST), 2)
-    embedded_store.write_evaluations("default", [e.to_row(1) for e in judged])
-    stored = [embedded_store.list_evaluations("default", a.activation_id)[0] for a in many]
+    embedded_store.evaluations.write("default", [e.to_row(1) for e in judged])
+    stored = [
+        embedded_store.evaluations.for_activation("default", a.activation_id)[0] for a in many
+    ]
     assert [(r["score"], r["passed"], r["label"], r["error"]) for r in stored] == [
         (1.0, True, "right_skill", ""),
         (1.0, True, "right_skill", ""),
@@ -1119,6 +1121,6 @@ def test_judges_run_beside_the_deterministic_evaluators_in_one_registry(
     ]
     assert all(by_name[n].judge_model == "" for n in deterministic)
     assert len(server.model_requests) == 2
-    embedded_store.write_evaluations("default", [e.to_row(1) for e in evaluations])
-    stored = embedded_store.list_evaluations("default", activation.activation_id)
+    embedded_store.evaluations.write("default", [e.to_row(1) for e in evaluations])
+    stored = embedded_store.evaluations.for_activation("default", activation.activation_id)
     assert sorted(r["evaluator"] for r in stored) == sorted(by_name)

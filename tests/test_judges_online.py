@@ -85,10 +85,10 @@ def one_skill(tmp_path: Path) -> tuple[Path, str]:
     try:
         store.migrate()
         load(store, SCENARIOS / "one_skill" / "claude_code")
-        spans = store.list_spans("default", limit=100_000)
-        events = store.list_events("default", limit=100_000)
+        spans = store.spans.find("default", limit=100_000)
+        events = store.events.find("default", limit=100_000)
         rebuilt = rebuild_session(spans, events)
-        store.write_rebuild("default", rebuilt)
+        store.rebuilds.write_one("default", rebuilt)
         (activation,) = rebuilt.activations
     finally:
         store.close()
@@ -114,7 +114,7 @@ def test_eval_run_judges_dispatch_with_the_session_trajectory(
 
     store = EmbeddedStore(data)
     try:
-        (row,) = store.list_evaluations("default", activation_id)
+        (row,) = store.evaluations.for_activation("default", activation_id)
     finally:
         store.close()
     assert (row["evaluator"], row["score"], row["passed"]) == ("dispatch", 1.0, True)
@@ -133,7 +133,9 @@ def test_without_a_judge_model_eval_run_says_so_and_scores_deterministically(
     assert "no judge model configured (set SKILLSIGHT_JUDGE_MODEL)" in result.output
     store = EmbeddedStore(data)
     try:
-        names = sorted(r["evaluator"] for r in store.list_evaluations("default", activation_id))
+        names = sorted(
+            r["evaluator"] for r in store.evaluations.for_activation("default", activation_id)
+        )
     finally:
         store.close()
     assert names == sorted(DETERMINISTIC)
@@ -151,7 +153,7 @@ def test_the_online_scheduler_runs_the_judges_beside_the_deterministic_evaluator
         )
         store = EmbeddedStore(data)
         try:
-            (activation,) = store.list_activations("default")
+            (activation,) = store.activations.find("default")
             with pytest.MonkeyPatch.context() as patch:
                 patch.setenv("OPENAI_API_KEY", "test-key")
                 scheduler = build_scheduler(store, settings)
@@ -163,7 +165,10 @@ def test_the_online_scheduler_runs_the_judges_beside_the_deterministic_evaluator
                         )
 
                 asyncio.run(score())
-            rows = {r["evaluator"]: r for r in store.list_evaluations("default", activation_id)}
+            rows = {
+                r["evaluator"]: r
+                for r in store.evaluations.for_activation("default", activation_id)
+            }
         finally:
             store.close()
     assert set(rows) == {"dispatch", "tool_errors"}
@@ -229,7 +234,7 @@ def test_the_spend_cap_counts_what_the_store_says_judges_spent_today(
 
     store = EmbeddedStore(data)
     try:
-        store.write_evaluations(
+        store.evaluations.write(
             "other-project",
             [
                 row("dispatch", MODEL, 0.75, now_us),

@@ -27,14 +27,14 @@ def load(store: EmbeddedStore, path: Path, signal: str) -> None:
     decoded = otlp.decode(signal, path.read_bytes(), encoding, "default", LIMITS)
     assert decoded.rejected == 0, decoded.message()
     if signal == otlp.TRACES:
-        store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+        store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
     else:
-        store.insert_events(decoded.columns.to_arrow(EVENT_SCHEMA))
+        store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
 
 
 def spans_by_name(store: EmbeddedStore) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
-    for row in store.list_spans("default"):
+    for row in store.spans.find("default"):
         out.setdefault(row["name"], []).append(span_out(row).model_dump())
     return out
 
@@ -75,7 +75,7 @@ def test_claude_code_native_spans(embedded_store: EmbeddedStore, capture: str) -
 @pytest.mark.parametrize("capture", ["logs.json", "logs.pb"])
 def test_claude_code_native_events(embedded_store: EmbeddedStore, capture: str) -> None:
     load(embedded_store, CAPTURES / "claude_code" / capture, otlp.LOGS)
-    events = [event_out(r).model_dump() for r in embedded_store.list_events("default")]
+    events = [event_out(r).model_dump() for r in embedded_store.events.find("default")]
     by_name: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_name.setdefault(event["event_name"], []).append(event)
@@ -110,7 +110,7 @@ def test_json_and_protobuf_exports_normalize_alike(tmp_path: Path) -> None:
         shapes.append(
             sorted(
                 (r["name"], r["operation"], r["tool_name"], r["skill_name"], r["source_convention"])
-                for r in store.list_spans("default")
+                for r in store.spans.find("default")
             )
         )
         store.close()
@@ -190,7 +190,7 @@ def test_genai_and_skillsight_conventions(embedded_store: EmbeddedStore) -> None
         ]
     )
     decoded = otlp.decode(otlp.TRACES, body, otlp.PROTOBUF, "default", LIMITS)
-    embedded_store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+    embedded_store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
     spans = {s["name"]: s for g in spans_by_name(embedded_store).values() for s in g}
     agent = spans["invoke_agent support"]
     assert (agent["source_convention"], agent["operation"], agent["agent"]) == (

@@ -42,8 +42,7 @@ from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.reports import EvaluationOut, scorecard, with_evaluations
 from skillsight.runtime import build_scheduler
 from skillsight.skills import load_skill
-from skillsight.store import EmbeddedStore, Store
-from skillsight.store._server import ServerStore
+from skillsight.store import EmbeddedStore, ServerStore, Store
 from tests.harness.scenario_captures import CAPTURES
 from tests.test_activations import load
 
@@ -58,8 +57,8 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Rebuilt:
     store.migrate()
     try:
         load(store, CAPTURES / "one_skill" / "claude_code")
-        spans = store.list_spans(PROJECT, limit=100_000)
-        events = store.list_events(PROJECT, limit=100_000)
+        spans = store.spans.find(PROJECT, limit=100_000)
+        events = store.events.find(PROJECT, limit=100_000)
     finally:
         store.close()
     return rebuild_session(spans, events)
@@ -84,7 +83,7 @@ def ready(activations: list[Activation]) -> ActivationsReady:
 
 def stored(store: EmbeddedStore, activations: list[Activation]) -> dict[str, list[str]]:
     """Evaluators with a current row, per activation id."""
-    rows = store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+    rows = store.evaluations.of(PROJECT, [a.activation_id for a in activations])
     return {key: [r["evaluator"] for r in found] for key, found in rows.items()}
 
 
@@ -218,9 +217,9 @@ def test_rescoring_replaces_rows_and_never_duplicates(
     async def score_twice() -> None:
         async with EvaluationScheduler(embedded_store, evaluators=CHEAP) as scheduler:
             await scheduler.score(PROJECT, activations)
-            first = embedded_store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+            first = embedded_store.evaluations.of(PROJECT, [a.activation_id for a in activations])
             await scheduler.score(PROJECT, activations)
-        second = embedded_store.evaluations_of(PROJECT, [a.activation_id for a in activations])
+        second = embedded_store.evaluations.of(PROJECT, [a.activation_id for a in activations])
         for key in first:
             assert [r["evaluator"] for r in second[key]] == [r["evaluator"] for r in first[key]]
             assert [r["evaluated_at_us"] for r in second[key]] > [
@@ -246,7 +245,7 @@ def test_store_errors_are_retried_until_the_store_answers(
 ) -> None:
     """A table is renamed away, so the statements on it really fail, until it is back."""
     activations = copies(recorded, 3)
-    embedded_store._command(f"RENAME TABLE {table} TO {table}_parked")
+    embedded_store.execute(f"RENAME TABLE {table} TO {table}_parked")
 
     async def go() -> EvaluationScheduler:
         async with EvaluationScheduler(
@@ -256,7 +255,7 @@ def test_store_errors_are_retried_until_the_store_answers(
             while scheduler.stats.store_retries < 2:
                 await asyncio.sleep(0.01)
             await asyncio.to_thread(
-                embedded_store._command, f"RENAME TABLE {table}_parked TO {table}"
+                embedded_store.execute, f"RENAME TABLE {table}_parked TO {table}"
             )
         return scheduler
 
@@ -274,7 +273,7 @@ def test_a_session_whose_retries_run_out_is_counted_and_the_next_is_scored(
     embedded_store: EmbeddedStore, recorded: Activation
 ) -> None:
     lost, kept = copies(recorded, 2)
-    embedded_store._command("RENAME TABLE evaluations TO evaluations_parked")
+    embedded_store.execute("RENAME TABLE evaluations TO evaluations_parked")
 
     async def go() -> EvaluationScheduler:
         async with EvaluationScheduler(
@@ -284,7 +283,7 @@ def test_a_session_whose_retries_run_out_is_counted_and_the_next_is_scored(
             while scheduler.stats.store_failures < 1:
                 await asyncio.sleep(0.01)
             await asyncio.to_thread(
-                embedded_store._command, "RENAME TABLE evaluations_parked TO evaluations"
+                embedded_store.execute, "RENAME TABLE evaluations_parked TO evaluations"
             )
             await scheduler.submit(ready([kept]))
         return scheduler
@@ -307,7 +306,7 @@ def scanned(embedded_store: EmbeddedStore, tmp_path: Path) -> Iterator[EmbeddedS
     scenario = build_scenario("one_skill", tmp_path / "project")
     scenario.write()
     skills = sorted((tmp_path / "project" / ".claude" / "skills").iterdir())
-    embedded_store.insert_skills(PROJECT, [load_skill(folder) for folder in skills])
+    embedded_store.skills.insert(PROJECT, [load_skill(folder) for folder in skills])
     yield embedded_store
 
 
@@ -340,7 +339,7 @@ def test_a_skills_baseline_starts_from_its_stored_activations(
     """What a restarted service already stored counts at once; the scored one never does."""
     earlier = copies(recorded, 6)
     stored_session = Rebuilt(session.session_id, session.trajectory, earlier)
-    embedded_store.write_rebuild(PROJECT, stored_session)
+    embedded_store.rebuilds.write_one(PROJECT, stored_session)
     baseline = ContextAssembler(embedded_store).context(earlier[0]).baseline
     assert baseline is not None and baseline.samples == 5  # the other five
     assert baseline.tool_calls == len(recorded.tool_calls)
@@ -366,7 +365,7 @@ def test_the_poller_hands_each_new_rebuild_to_the_scheduler_once(server_store: S
     load(server_store, CAPTURES / "one_skill" / "claude_code")  # type: ignore[arg-type]
 
     def rebuild() -> Activation:
-        keys = server_store.touched_sessions(0)
+        keys = server_store.sessions.touched(0)
         outcomes, _ = rebuild_sessions(server_store, keys, rebuild=default_rebuild())
         (outcome,) = outcomes
         assert outcome.rebuilt is not None
@@ -392,16 +391,16 @@ def test_the_poller_hands_each_new_rebuild_to_the_scheduler_once(server_store: S
     scheduler, poller = run(go())
     assert (poller.sessions_found, poller.errors) == (2, 0)
     assert scheduler.stats.evaluations_written == 2 * len(CHEAP)
-    rows = server_store.evaluations_of(PROJECT, [activation.activation_id])
+    rows = server_store.evaluations.of(PROJECT, [activation.activation_id])
     assert [r["evaluator"] for r in rows[activation.activation_id]] == sorted(CHEAP)
 
 
 def test_an_eval_worker_process_scores_what_was_rebuilt(server_store: ServerStore) -> None:
     """``skillsight eval worker`` against the ClickHouse server transport, as a real process."""
     load(server_store, CAPTURES / "one_skill" / "claude_code")  # type: ignore[arg-type]
-    keys = server_store.touched_sessions(0)
+    keys = server_store.sessions.touched(0)
     rebuild_sessions(server_store, keys, rebuild=default_rebuild())
-    (activation,) = server_store.list_activations(PROJECT)
+    (activation,) = server_store.activations.find(PROJECT)
     worker = subprocess.Popen(
         [sys.executable, "-m", "skillsight.cli", "eval", "worker", "--worker", "0/1",
          "--clickhouse", server_store.address.redacted()],
@@ -437,7 +436,7 @@ def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Ac
         a.model_copy(update={"skill_version": version})
         for a, version in zip(copies(recorded, 3), ("v1", "v1", "v2"), strict=True)
     )
-    store.write_rebuild(
+    store.rebuilds.write_one(
         PROJECT, Rebuilt(session.session_id, session.trajectory, [first, second, third])
     )
 
@@ -455,8 +454,8 @@ def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Ac
         ).to_row(1_000)
 
     stale = security(second, 1.0)  # replaced below by a newer row of the same key
-    store.write_evaluations(PROJECT, [stale, security(first, 1.0), security(third, None)])
-    store.write_evaluations(PROJECT, [{**security(second, 0.5), "evaluated_at_us": 2_000}])
+    store.evaluations.write(PROJECT, [stale, security(first, 1.0), security(third, None)])
+    store.evaluations.write(PROJECT, [{**security(second, 0.5), "evaluated_at_us": 2_000}])
     card = scorecard(store, PROJECT, recorded.skill_name, window="all")
     # the third row is not_applicable: unscored, but not "not evaluated"
     line = {"evaluator": "security", "activations": 2, "scored": 2, "not_evaluated": 0, "passed": 1}
@@ -476,11 +475,11 @@ def test_scorecard_and_gate_queries(store: Store, session: Rebuilt, recorded: Ac
     assert [(p.day, p.activations, p.scored, p.pass_rate) for p in card.trend] == [
         (recorded.started_at[:10], 3, 2, 0.5)
     ]
-    below = store.evaluations_below(PROJECT, recorded.skill_name, 1.0, evaluator="security")
+    below = store.scorecards.below(PROJECT, recorded.skill_name, 1.0, evaluator="security")
     assert [(r["activation_id"], r["score"], r["skill_version"]) for r in below] == [
         (second.activation_id, 0.5, "v1")
     ]
-    assert store.evaluations_below(PROJECT, recorded.skill_name, 0.5) == []
+    assert store.scorecards.below(PROJECT, recorded.skill_name, 0.5) == []
     only_v2 = scorecard(store, PROJECT, recorded.skill_name, window="all", version="v2")
     assert (only_v2.activations, only_v2.evaluators[0].scored) == (1, 0)
     assert scorecard(store, "other-project", recorded.skill_name, window="all").activations == 0
@@ -539,7 +538,7 @@ def test_scores_of_a_superseded_rebuild_never_overwrite_the_newer_ones(
         return scheduler
 
     scheduler = run(go())
-    rows = embedded_store.list_evaluations(PROJECT, recorded.activation_id)
+    rows = embedded_store.evaluations.for_activation(PROJECT, recorded.activation_id)
     assert [(r["evaluator"], r["activation_rebuilt_at"]) for r in rows] == [
         ("held", new.rebuilt_at)
     ]
@@ -562,7 +561,7 @@ def test_rebuilds_queued_together_are_scored_once_at_the_newest(
         return scheduler
 
     scheduler = run(go())
-    rows = embedded_store.list_evaluations(PROJECT, recorded.activation_id)
+    rows = embedded_store.evaluations.for_activation(PROJECT, recorded.activation_id)
     assert [r["activation_rebuilt_at"] for r in rows] == [new.rebuilt_at]
     assert (scheduler.stats.superseded, scheduler.stats.evaluations_written) == (1, 1)
     assert scheduler._newest == {}  # nothing left behind once both are done
@@ -571,20 +570,20 @@ def test_rebuilds_queued_together_are_scored_once_at_the_newest(
 def test_the_api_marks_scores_of_an_earlier_rebuild_stale(
     embedded_store: EmbeddedStore, session: Rebuilt
 ) -> None:
-    embedded_store.write_rebuild(PROJECT, session)
-    [first] = embedded_store.list_activations(PROJECT)
+    embedded_store.rebuilds.write_one(PROJECT, session)
+    [first] = embedded_store.activations.find(PROJECT)
     assert first.rebuilt_at.endswith("Z")
 
     def scores() -> list[EvaluationOut]:
         [detail] = with_evaluations(
-            embedded_store, PROJECT, embedded_store.list_activations(PROJECT)
+            embedded_store, PROJECT, embedded_store.activations.find(PROJECT)
         )
         return detail.evaluations
 
     run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [first]))
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, False)}
-    embedded_store.write_rebuild(PROJECT, session)  # late rows: rebuilt, not yet rescored
-    [second] = embedded_store.list_activations(PROJECT)
+    embedded_store.rebuilds.write_one(PROJECT, session)  # late rows: rebuilt, not yet rescored
+    [second] = embedded_store.activations.find(PROJECT)
     assert second.rebuilt_at > first.rebuilt_at
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, True)}
     run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [second]))

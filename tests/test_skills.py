@@ -671,26 +671,26 @@ def test_store_round_trip_versions_and_contracts(store: Store, tmp_path: Path) -
     first = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
     second = datetime(2026, 11, 2, 9, 0, 0, 250_000, tzinfo=UTC)
 
-    assert store.insert_skills("p1", [pdf_v1, free], scanned_at=first) == 2
-    assert store.insert_skills("p1", [pdf_v2], scanned_at=second) == 1
-    assert store.insert_skills("p2", [free], scanned_at=second) == 1
+    assert store.skills.insert("p1", [pdf_v1, free], scanned_at=first) == 2
+    assert store.skills.insert("p1", [pdf_v2], scanned_at=second) == 1
+    assert store.skills.insert("p2", [free], scanned_at=second) == 1
     # a re-scan of an unchanged version replaces its row rather than adding one
-    assert store.insert_skills("p1", [free], scanned_at=second) == 1
-    assert store.insert_skills("p1", []) == 0
+    assert store.skills.insert("p1", [free], scanned_at=second) == 1
+    assert store.skills.insert("p1", []) == 0
 
-    assert store.list_skills("p1") == [
+    assert store.skills.find("p1") == [
         stored_entry(free, "2026-11-02T09:00:00.250000Z"),
         stored_entry(pdf_v2, "2026-11-02T09:00:00.250000Z"),
         stored_entry(pdf_v1, "2026-11-01T09:00:00Z"),
     ]
-    assert store.list_skills("p1", "pdf-tools") == [
+    assert store.skills.find("p1", "pdf-tools") == [
         stored_entry(pdf_v2, "2026-11-02T09:00:00.250000Z"),
         stored_entry(pdf_v1, "2026-11-01T09:00:00Z"),
     ]
-    assert store.list_skills("p2") == [stored_entry(free, "2026-11-02T09:00:00.250000Z")]
-    assert store.list_skills("nobody") == []
+    assert store.skills.find("p2") == [stored_entry(free, "2026-11-02T09:00:00.250000Z")]
+    assert store.skills.find("nobody") == []
 
-    contracts = store.skill_contracts("p1")
+    contracts = store.skills.contracts("p1")
     assert contracts == {
         "free": {
             **stored_entry(free, "2026-11-02T09:00:00.250000Z"),
@@ -709,8 +709,8 @@ def test_api_lists_the_callers_catalogue(embedded_store: EmbeddedStore, tmp_path
     pdf = load_skill(pdf_skill(tmp_path))
     free = load_skill(write_skill(tmp_path, "free", "name: free\ndescription: Anything.\n"))
     at = datetime(2026, 11, 3, tzinfo=UTC)
-    embedded_store.insert_skills("team-a", [pdf, free], scanned_at=at)
-    embedded_store.insert_skills("team-b", [free], scanned_at=at)
+    embedded_store.skills.insert("team-a", [pdf, free], scanned_at=at)
+    embedded_store.skills.insert("team-b", [free], scanned_at=at)
     settings = Settings.load(
         {"api_keys": {"key-a": "team-a", "key-b": "team-b"}, "data_dir": tmp_path / "unused"},
         env={},

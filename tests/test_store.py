@@ -15,8 +15,7 @@ import pyarrow as pa
 import pytest
 
 from skillsight.errors import ConfigError, StoreError
-from skillsight.store import EmbeddedStore, Store, rows
-from skillsight.store._server import ServerAddress, ServerStore
+from skillsight.store import EmbeddedStore, ServerAddress, ServerStore, Store, rows
 from tests.support.chdb_http import ChdbHttpServer
 
 T0 = 1_748_779_200_000_000_000  # 2025-06-01 12:00:00 UTC, in nanoseconds
@@ -118,7 +117,7 @@ def test_a_new_store_applies_every_migration(tmp_path: Any, chdb_http: ChdbHttpS
         assert server.migrate() == migration_names()
         assert server.migrate() == []
     finally:
-        server._command("DROP DATABASE fresh_migrations")
+        server.execute("DROP DATABASE fresh_migrations")
         server.close()
 
 
@@ -144,7 +143,7 @@ def test_retention_can_be_set_and_removed(store: Store) -> None:
 
 
 def test_claude_code_tool_span_is_normalized(store: Store) -> None:
-    assert store.insert_spans(span_table(tool_span("00f067aa0ba902b7"))) == 1
+    assert store.spans.insert(span_table(tool_span("00f067aa0ba902b7"))) == 1
     assert spans_of(store) == [
         {
             "project_id": "p1",
@@ -197,7 +196,7 @@ def test_claude_code_events_are_normalized(store: Store) -> None:
         "attr_keys": ["session.id", "model", "input_tokens", "output_tokens", "cost_usd"],
         "attr_values": ["sess-1", "claude-sonnet-4-5", "1200", "80", "0.0123"],
     }
-    assert store.insert_events(event_table(activated, api_request)) == 2
+    assert store.events.insert(event_table(activated, api_request)) == 2
     found = store.query(
         "SELECT record_id, timestamp, event_name, source_convention, session_id, prompt_id, "
         "skill_name, model, input_tokens, output_tokens, cost_usd, service_name "
@@ -236,22 +235,22 @@ def test_claude_code_events_are_normalized(store: Store) -> None:
 
 
 def test_an_empty_batch_inserts_nothing(store: Store) -> None:
-    assert store.insert_spans(span_table()) == 0
-    assert store.insert_events(event_table()) == 0
+    assert store.spans.insert(span_table()) == 0
+    assert store.events.insert(event_table()) == 0
     assert store.query("SELECT count() AS n FROM spans") == [{"n": 0}]
 
 
 def test_reinserted_spans_keep_one_row_per_key(store: Store) -> None:
     batch = span_table(tool_span("a1"), tool_span("a2"))
-    store.insert_spans(batch)
-    store.insert_spans(batch)  # a retried export
+    store.spans.insert(batch)
+    store.spans.insert(batch)  # a retried export
     assert [row["span_id"] for row in spans_of(store)] == ["a1", "a2"]
-    store._command("OPTIMIZE TABLE spans FINAL")
+    store.execute("OPTIMIZE TABLE spans FINAL")
     assert store.query("SELECT count() AS n FROM spans") == [{"n": 2}]
 
 
 def test_projects_are_isolated(store: Store) -> None:
-    store.insert_spans(
+    store.spans.insert(
         span_table(
             tool_span("s1", project="a", skill_name="secret-skill"),
             tool_span("s1", project="b"),
@@ -288,7 +287,7 @@ def test_hostile_strings_round_trip(store: Store) -> None:
     for row, value in zip(raw, HOSTILE.values(), strict=True):
         row["name"] = "claude_code.tool" if len(value) > 1000 else f"claude_code.tool {value}"
         row["status_message"] = value
-    store.insert_spans(span_table(*raw))
+    store.spans.insert(span_table(*raw))
     found = store.query(
         "SELECT span_id, status_message, input, attributes FROM spans "
         "WHERE project_id = 'p1' ORDER BY toUInt32(substring(span_id, 2))"
@@ -311,7 +310,7 @@ def test_invalid_utf8_is_made_valid(store: Store) -> None:
     for column in ("status_message", "span_events", "scope_version"):
         raw = pa.array([hostile], pa.binary()).view(pa.string())
         table = table.set_column(table.schema.get_field_index(column), column, raw)
-    store.insert_spans(table)
+    store.spans.insert(table)
     found = store.query(
         "SELECT status_message, span_events, scope_version FROM spans WHERE project_id = 'p1'"
     )
@@ -335,9 +334,9 @@ def test_failing_statements_raise_store_error(store: Store) -> None:
     assert raised.value.__cause__ is not None
     assert "no_such_table" in str(raised.value)
     with pytest.raises(StoreError):
-        store._command("THIS IS NOT SQL")
+        store.execute("THIS IS NOT SQL")
     with pytest.raises(StoreError, match="no_such_table"):
-        store._insert_select(
+        store.insert_select(
             "no_such_table",
             ["project_id"],
             "project_id",
@@ -358,8 +357,8 @@ def test_transports_store_identical_rows(
         span("c2", **{"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}),
     )
     every_column = "SELECT * EXCEPT ingested_at FROM spans ORDER BY span_id"
-    embedded_store.insert_spans(batch)
-    server_store.insert_spans(batch)
+    embedded_store.spans.insert(batch)
+    server_store.spans.insert(batch)
     assert embedded_store.query(every_column) == server_store.query(every_column)
     assert len(server_store.query(every_column)) == 2
 
@@ -457,7 +456,7 @@ def test_server_store_serves_many_threads(server_store: ServerStore) -> None:
     def work(n: int) -> None:
         try:
             for i in range(2):
-                server_store.insert_spans(span_table(tool_span(f"t{n}-{i}")))
+                server_store.spans.insert(span_table(tool_span(f"t{n}-{i}")))
                 server_store.query("SELECT count() AS n FROM spans")
         except BaseException as exc:
             errors.append(exc)

@@ -458,9 +458,9 @@ def test_native_export_and_instrumentor_in_one_trace(tmp_path: Path) -> None:
     for signal, body in bodies:
         columns = otlp.decode(signal, body, otlp.PROTOBUF, "default", LIMITS).columns
         if signal == otlp.TRACES:
-            store.insert_spans(columns.to_arrow(SPAN_SCHEMA))
+            store.spans.insert(columns.to_arrow(SPAN_SCHEMA))
         else:
-            store.insert_events(columns.to_arrow(EVENT_SCHEMA))
+            store.events.insert(columns.to_arrow(EVENT_SCHEMA))
     spans, events = stored_rows(store)
     store.close()
     assert len({s["trace_id"] for s in spans}) == 1

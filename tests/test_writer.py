@@ -37,7 +37,7 @@ def test_an_unreadable_raw_request_is_reported_and_the_rest_is_written(tmp_path:
                 queue.offer(RawTraces("default", good, screened.spans, screened.entries))
 
         asyncio.run(run())
-        stored = sorted(s["name"] for s in store.list_spans("default", trace_id=f"{0xABC:032x}"))
+        stored = sorted(s["name"] for s in store.spans.find("default", trace_id=f"{0xABC:032x}"))
     finally:
         fast.close()
         store.close()

@@ -60,7 +60,7 @@ class StoreEvaluations:
         version: str,
         limit: int,
     ) -> list[ScoredActivationOut]:
-        rows = self.store.evaluations_below(
+        rows = self.store.scorecards.below(
             self.project_id,
             skill,
             threshold,

@@ -120,7 +120,7 @@ def judges_calibrate(
             opened = store
 
             def resolve(activation_id: str) -> Activation | None:
-                return opened.get_activation(project, activation_id)
+                return opened.activations.get(project, activation_id)
 
         items = load_labelled(file, resolve)
         judge = judge_settings(settings)

@@ -183,9 +183,9 @@ def ingest(
                         totals["rejected"] += 1
                         continue
                     if signal == otlp.TRACES:
-                        totals["spans"] += store.insert_spans(decoded.columns.to_arrow(SPAN_SCHEMA))
+                        totals["spans"] += store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
                     else:
-                        totals["log records"] += store.insert_events(
+                        totals["log records"] += store.events.insert(
                             decoded.columns.to_arrow(EVENT_SCHEMA)
                         )
                     totals["rejected"] += decoded.rejected
@@ -239,7 +239,7 @@ def spans(
         with opened_store(data, clickhouse) as store:
             rows = [
                 span_out(r).model_dump()
-                for r in store.list_spans(
+                for r in store.spans.find(
                     project, trace_id=(trace or "").lower(), session_id=session or "", limit=limit
                 )
             ]
@@ -296,7 +296,7 @@ def rebuild(
         try:
             keys = [
                 (p, k, through)
-                for p, k, through in store.touched_sessions(0)
+                for p, k, through in store.sessions.touched(0)
                 if p == project and (session is None or k == session)
             ]
             if session is not None and not keys:

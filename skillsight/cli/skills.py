@@ -25,6 +25,7 @@ from skillsight.cli._common import (
 )
 from skillsight.config import DEFAULT_PROJECT
 from skillsight.errors import SkillsightError
+from skillsight.store import SkillEntry
 
 
 @skills_app.command("scan")
@@ -59,7 +60,7 @@ def skills_scan(
     if store_them and report.valid_skills:
         with opened_store(data, clickhouse, code=2) as store:
             try:
-                stored = store.insert_skills(project, report.valid_skills)
+                stored = store.skills.insert(project, report.valid_skills)
             except SkillsightError as exc:
                 raise fail(str(exc), 2) from exc
     if as_json:
@@ -94,7 +95,7 @@ def skills_list(
 
     Example: skillsight skills list --data ./skillsight-data
     """
-    rows: list[dict[str, Any]]
+    rows: list[dict[str, Any]] | list[SkillEntry]
     if api:
         try:
             rows = ServiceClient(api, key).get("/api/v1/skills", {"name": name})
@@ -102,7 +103,7 @@ def skills_list(
             raise fail(str(exc)) from exc
     else:
         with opened_store(data, clickhouse) as store:
-            rows = store.list_skills(project, name)
+            rows = store.skills.find(project, name)
     if as_json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return

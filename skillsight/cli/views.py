@@ -78,25 +78,25 @@ class StoreSource:
     def activations(
         self, *, skill: str, session_id: str, since: datetime | None, limit: int
     ) -> list[Activation]:
-        found: list[Activation] = self.store.list_activations(
+        found: list[Activation] = self.store.activations.find(
             self.project, skill=skill, session_id=session_id, since=since, limit=limit
         )
         return found
 
     def activation(self, activation_id: str) -> Activation:
-        found: Activation | None = self.store.get_activation(self.project, activation_id)
+        found: Activation | None = self.store.activations.get(self.project, activation_id)
         if found is None:
             raise NotFound(f"no activation {activation_id!r} in project {self.project!r}")
         return found
 
     def trajectory(self, session_id: str) -> str:
-        document: str | None = self.store.get_trajectory(self.project, session_id)
+        document: str | None = self.store.trajectories.get(self.project, session_id)
         if document is None:
             raise NotFound(f"no trajectory for session {session_id!r} in project {self.project!r}")
         return document
 
     def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
-        rows = self.store.list_evaluations(self.project, activation.activation_id)
+        rows = self.store.evaluations.for_activation(self.project, activation.activation_id)
         return [e.model_dump() for e in evaluations_of(rows, activation.rebuilt_at)]
 
 

@@ -226,7 +226,7 @@ class Evaluation:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Evaluation:
-        """Rebuild an evaluation from a row ``Store.list_evaluations`` returned."""
+        """Rebuild an evaluation from a row ``Store.evaluations.for_activation`` returned."""
         score = row.get("score")
         passed = row.get("passed")
         return cls(

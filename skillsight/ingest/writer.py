@@ -106,9 +106,9 @@ class BatchWriter:
             while True:
                 try:
                     if signal == "traces":
-                        self.store.insert_spans(table)
+                        self.store.spans.insert(table)
                     else:
-                        self.store.insert_events(table)
+                        self.store.events.insert(table)
                     self.written[signal] += table.num_rows
                     self.healthy = True
                     break

@@ -93,7 +93,7 @@ def store_catalogue(store: Store) -> CatalogueFn:
     version of each skill, so an activation is joined to the version it ran."""
 
     def catalogue(project_id: str) -> Catalogue | None:
-        entries = store.skill_versions(project_id)
+        entries = store.skills.versions(project_id)
         return (
             Catalogue(
                 {name: [_contract(entry) for entry in found] for name, found in entries.items()}
@@ -130,5 +130,5 @@ def register_skill_dirs(store: Store, dirs: Sequence[Path], projects: Sequence[s
     for violation in report.violations:
         log.warning("%s: %s: %s", violation.file, violation.rule, violation.message)
     for project in projects:
-        store.insert_skills(project, report.skills)
+        store.skills.insert(project, report.skills)
     return report

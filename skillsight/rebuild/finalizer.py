@@ -9,7 +9,7 @@ since its first row. Rows that arrive after a rebuild make the session pending a
 rebuilt again; rebuilds are idempotent (deterministic activation ids, stamped rows).
 
 How work is found: the finalizer asks the store which sessions got rows since its watermark
-(:meth:`Store.touched_sessions`, a read of the newest parts only, through a min-max index on
+(:meth:`Store.sessions.touched`, a read of the newest parts only, through a min-max index on
 ``ingested_at``). Session ids are normalized inside ClickHouse at insert time, and the fast path
 never decodes requests in Python, so the store is the one place that knows them. In
 ``skillsight serve`` the finalizer runs next to the batch writer and skips that read whenever
@@ -49,7 +49,7 @@ from skillsight.rebuild.rebuild_pass import (
     is_complete,
     rebuild_sessions,
 )
-from skillsight.store import Store, stamp_iso
+from skillsight.store import Store, TouchedSession, stamp_iso
 
 __all__ = [
     "ActivationsReady",
@@ -241,7 +241,7 @@ class Finalizer:
                 return
         try:
             touched = await asyncio.to_thread(
-                self.store.touched_sessions, self._watermark_us - _OVERLAP_US
+                self.store.sessions.touched, self._watermark_us - _OVERLAP_US
             )
         except SkillsightError as exc:
             self._commits_seen = None
@@ -284,13 +284,13 @@ class Finalizer:
         digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % count == index
 
-    def _not_yet_rebuilt(self, touched: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
-        by_project: dict[str, list[tuple[str, str, int]]] = {}
+    def _not_yet_rebuilt(self, touched: list[TouchedSession]) -> list[TouchedSession]:
+        by_project: dict[str, list[TouchedSession]] = {}
         for item in touched:
             by_project.setdefault(item[0], []).append(item)
-        out: list[tuple[str, str, int]] = []
+        out: list[TouchedSession] = []
         for project_id, items in by_project.items():
-            through = self.store.rebuilt_through(project_id, [key for _, key, _ in items])
+            through = self.store.rebuilds.through(project_id, [key for _, key, _ in items])
             out.extend(i for i in items if through.get(i[1], -1) < i[2])
         return out
 

@@ -7,7 +7,7 @@ Shared by the trace finalizer (``skillsight serve``, ``skillsight worker``) and
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,8 +23,8 @@ class RebuildFn(Protocol):
 
     def __call__(
         self,
-        spans: list[dict[str, Any]],
-        events: list[dict[str, Any]],
+        spans: Iterable[Mapping[str, Any]],
+        events: Iterable[Mapping[str, Any]] = ...,
         *,
         project_id: str = ...,
         catalogue: Catalogue | Mapping[str, SkillContract] | None = ...,
@@ -116,7 +116,7 @@ def rebuild_sessions(
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
     rows = {
-        project_id: store.sessions_rows(project_id, [k for p, k, _ in keys if p == project_id])
+        project_id: store.sessions.rows_of(project_id, [k for p, k, _ in keys if p == project_id])
         for project_id in dict.fromkeys(p for p, _, _ in keys)
     }
     for project_id, key, _ in keys:
@@ -144,7 +144,7 @@ def rebuild_sessions(
             log.exception("rebuilding session %s of project %s failed", key, project_id)
             outcome.error = f"{type(exc).__name__}: {exc}"[:500]
     done = [(o, k[2]) for o, k in zip(outcomes, keys, strict=True) if o.rebuilt is not None]
-    stamps = store.write_rebuilds(
+    stamps = store.rebuilds.write(
         [
             SessionRebuild(o.project_id, o.rebuilt, through, o.settled)
             for o, through in done

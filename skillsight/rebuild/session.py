@@ -35,7 +35,7 @@ def rebuild_session(
     catalogue: Catalogue | Mapping[str, SkillContract] | None = None,
     session_id: str = "",
 ) -> Rebuilt:
-    """Rows of one session (``Store.list_spans`` / ``list_events`` dicts) → what it was.
+    """Rows of one session (``Store.spans.find`` / ``list_events`` dicts) → what it was.
 
     ``catalogue`` holds the skills' declared contracts (from ``skillsight skills scan``): a
     :class:`~skillsight.rebuild.activations.Catalogue` of every recorded version, or a plain

@@ -23,7 +23,7 @@ def with_evaluations(
 ) -> list[ActivationDetailOut]:
     """Activations with their stored evaluations (one query for all of them); serve them
     with ``response_model_exclude_unset``."""
-    rows = store.evaluations_of(project_id, [a.activation_id for a in found])
+    rows = store.evaluations.of(project_id, [a.activation_id for a in found])
     out = []
     for activation in found:
         record = activation.model_dump()
@@ -36,8 +36,8 @@ def with_evaluations(
 
 
 def evaluations_of(rows: Sequence[Mapping[str, Any]], rebuilt_at: str = "") -> list[EvaluationOut]:
-    """Rows of ``Store.list_evaluations`` as the API shows them; ``rebuilt_at`` is the current
-    rebuild of their activation (those that scored an older one are stale)."""
+    """Stored evaluation rows as the API shows them; ``rebuilt_at`` is the current rebuild of
+    their activation (those that scored an older one are stale)."""
     out = []
     for row in rows:
         evaluation = Evaluation.from_row(row).to_dict()

@@ -100,7 +100,7 @@ def build_scorecard(
     since: datetime | None,
     version: str = "",
 ) -> ScorecardOut:
-    """A :class:`ScorecardOut` from ``Store.scorecard_rows``."""
+    """A :class:`ScorecardOut` from ``Store.scorecards.rows``."""
     by_version: dict[str, list[Mapping[str, Any]]] = {}
     by_evaluator: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows["by_version"]:
@@ -158,7 +158,7 @@ def scorecard(
     """The skill's scorecard over ``window`` (or from ``since`` when given)."""
     if since is None:
         since = window_start(window)
-    rows = store.scorecard_rows(project_id, skill, version=version, since=since)
+    rows = store.scorecards.rows(project_id, skill, version=version, since=since)
     return build_scorecard(skill, rows, window=window, since=since, version=version)
 
 
@@ -167,7 +167,7 @@ def _findings(text: str) -> list[FindingOut]:
 
 
 def scored_activation(row: Mapping[str, Any]) -> ScoredActivationOut:
-    """A row of ``Store.evaluations_below``."""
+    """A row of ``Store.scorecards.below``."""
     score = row.get("score")
     passed = row.get("passed")
     return ScoredActivationOut(

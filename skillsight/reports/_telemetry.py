@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,7 +93,7 @@ def _json_list(text: str) -> list[dict[str, Any]]:
     return value if isinstance(value, list) else []
 
 
-def _tokens(row: dict[str, Any]) -> Tokens:
+def _tokens(row: Mapping[str, Any]) -> Tokens:
     return Tokens(
         input=row["input_tokens"],
         output=row["output_tokens"],
@@ -101,7 +102,7 @@ def _tokens(row: dict[str, Any]) -> Tokens:
     )
 
 
-def span_out(row: dict[str, Any]) -> SpanOut:
+def span_out(row: Mapping[str, Any]) -> SpanOut:
     start, end = int(row["start_time_unix_nano"]), int(row["end_time_unix_nano"])
     return SpanOut(
         **{
@@ -142,7 +143,7 @@ def span_out(row: dict[str, Any]) -> SpanOut:
     )
 
 
-def event_out(row: dict[str, Any]) -> EventOut:
+def event_out(row: Mapping[str, Any]) -> EventOut:
     return EventOut(
         **{
             k: row[k]

@@ -54,7 +54,7 @@ def service_evaluators(settings: Settings, store: Store | None = None) -> Servic
 
 def _recorded_spend(store: Store) -> RecordedSpend:
     def spent(day: date) -> float:
-        return store.judge_spend_since(datetime.combine(day, dt_time(), tzinfo=UTC))
+        return store.evaluations.judge_spend_since(datetime.combine(day, dt_time(), tzinfo=UTC))
 
     return spent
 

@@ -1,19 +1,24 @@
-"""ClickHouse storage behind one interface: embedded (chdb) or served (clickhouse-connect)."""
+"""ClickHouse storage: one interface over two transports (embedded chdb, or a server), with a
+repository per table returning typed records. Every SQL statement of the service lives here."""
 
 from __future__ import annotations
 
 from skillsight.config import Settings
-from skillsight.store._base import Store
 from skillsight.store._embedded import EmbeddedStore
-from skillsight.store._rebuilds import RebuildResult, SessionRebuild, stamp_iso
+from skillsight.store._evaluations import EvaluationRow
+from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
+from skillsight.store._rebuilds import RebuiltSession
+from skillsight.store._server import ServerAddress, ServerStore
+from skillsight.store._sessions import SessionRows, TouchedSession
+from skillsight.store._skills import SkillEntry
+from skillsight.store._store import Store
+from skillsight.store._telemetry import EventRow, SpanRow
 
 
 def open_store(settings: Settings, *, migrate: bool = True) -> Store:
     """Open the store the settings name and bring its schema up to date."""
     store: Store
     if settings.clickhouse_url:
-        from skillsight.store._server import ServerStore
-
         store = ServerStore(settings.clickhouse_url)
     else:
         store = EmbeddedStore(settings.data_dir)
@@ -25,9 +30,18 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 __all__ = [
     "EmbeddedStore",
+    "EvaluationRow",
+    "EventRow",
     "RebuildResult",
+    "RebuiltSession",
+    "ServerAddress",
+    "ServerStore",
     "SessionRebuild",
+    "SessionRows",
+    "SkillEntry",
+    "SpanRow",
     "Store",
+    "TouchedSession",
     "open_store",
     "stamp_iso",
 ]

@@ -11,7 +11,8 @@ import chdb
 import pyarrow as pa
 
 from skillsight.errors import StoreError
-from skillsight.store._base import READ_SETTINGS, LockedStore
+from skillsight.store._sql import READ_SETTINGS
+from skillsight.store._store import LockedStore
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"})
 
@@ -58,14 +59,14 @@ class EmbeddedStore(LockedStore):
                 f"process, such as a running `skillsight serve`?): {exc}"
             ) from exc
 
-    def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         with self._lock:
             try:
                 self._conn.query(sql, "CSV", params=_params(params))
             except Exception as exc:
                 raise StoreError(str(exc)) from exc
 
-    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         with self._lock:
             try:
                 result = self._conn.query(
@@ -78,7 +79,16 @@ class EmbeddedStore(LockedStore):
         raw = result.bytes()
         return [json.loads(line) for line in raw.splitlines() if line]
 
-    def _insert_select(
+    def query_raw(self, sql: str) -> bytes:
+        """The CSV output of a statement run as written (no settings appended)."""
+        with self._lock:
+            try:
+                result = self._conn.query(sql, "CSV")
+            except Exception as exc:
+                raise StoreError(str(exc)) from exc
+        return bytes(result.bytes())
+
+    def insert_select(
         self, table: str, columns: Sequence[str], select: str, data: pa.Table, structure: str
     ) -> None:
         # chdb's Python() table function finds the Arrow table by its local name in this frame.

@@ -1,197 +1,206 @@
-"""Rows of the ``activations`` and ``trajectories`` tables, as Arrow batches for one insert each.
+"""Rebuilt sessions: the ``activations`` and ``trajectories`` tables (migration 0004).
 
-A rebuild of a session (:mod:`skillsight.rebuild.finalizer`) yields its ATIF trajectory and its
-activation records. Both tables keep the full document as ZSTD-compressed JSON and a few columns
-lifted out of it for filtering and sorting; ``rebuilt_at`` (microseconds) versions every row.
+A session's visible rebuild is the one with its newest trajectory stamp; activation rows of any
+other stamp are stale and every read filters them out. Activation rows are written before the
+trajectory row (each session's commit marker), so readers see either the previous rebuild of a
+session or the new one, never a mix.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, NamedTuple
 
-import pyarrow as pa
-from pydantic import BaseModel
+from skillsight.store import _rebuild_rows as rebuild_rows
+from skillsight.store._sql import micros
+from skillsight.store.records import Activation
 
-from skillsight.store.records import Activation, iso
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
 
-_STR = pa.string()
-_I64 = pa.int64()
-_F64 = pa.float64()
+# Newest first. Candidates are narrowed to ids and stamps before any record is read, so a broad
+# filter never decompresses more than `limit` records.
+_LIST_ACTIVATIONS = """
+SELECT record
+FROM activations
+WHERE project_id = {project:String}
+  AND (activation_id, rebuilt_at) IN (
+    SELECT a.activation_id, a.rebuilt_at
+    FROM (
+        SELECT activation_id, session_id, started_at, rebuilt_at
+        FROM activations
+        WHERE project_id = {project:String}
+          AND ({skill:String} = '' OR skill_name = {skill:String})
+          AND ({session:String} = '' OR session_id = {session:String})
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+    ) AS a
+    INNER JOIN (
+        SELECT session_id, max(rebuilt_at) AS stamp
+        FROM trajectories
+        WHERE project_id = {project:String}
+          AND ({session:String} = '' OR session_id = {session:String})
+        GROUP BY session_id
+    ) AS s ON a.session_id = s.session_id AND a.rebuilt_at = s.stamp
+    ORDER BY a.started_at DESC, a.activation_id
+    LIMIT 1 BY a.activation_id
+    LIMIT {limit:UInt32}
+  )
+ORDER BY started_at DESC, activation_id
+LIMIT 1 BY activation_id"""
+
+_GET_ACTIVATION = """
+SELECT record
+FROM activations
+WHERE project_id = {project:String}
+  AND activation_id = {id:String}
+  AND (session_id, rebuilt_at) IN (
+    SELECT session_id, max(rebuilt_at)
+    FROM trajectories
+    WHERE project_id = {project:String}
+      AND session_id IN (
+        SELECT session_id FROM activations
+        WHERE project_id = {project:String} AND activation_id = {id:String}
+      )
+    GROUP BY session_id
+  )
+LIMIT 1"""
+
+_GET_TRAJECTORY = """
+SELECT atif
+FROM trajectories
+WHERE project_id = {project:String} AND session_id = {session:String}
+ORDER BY rebuilt_at DESC
+LIMIT 1"""
+
+# Sessions whose newest rows were ingested after their newest rebuild read them (or that were
+# never rebuilt, or whose newest rebuild is unsettled: a service stopped without its final pass
+# left it provisional): what a finalizer starting up, or a worker, still owes.
+_REBUILT_THROUGH = """
+SELECT session_id,
+       toUnixTimestamp64Micro(argMax(if(settled, ingested_through, toDateTime64(0, 6, 'UTC')),
+                                     rebuilt_at)) AS through_us
+FROM trajectories
+WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+GROUP BY session_id"""
+
+# Sessions whose settled rebuild was stored since a point on the stamps' clock, newest rebuild
+# per session: what an evaluation worker (`skillsight eval worker`) owes scores. Like
+# TOUCHED_SESSIONS it spans projects: it finds work, it serves no caller.
+_REBUILT_SESSIONS = """
+SELECT project_id AS project, session_id,
+       toUnixTimestamp64Micro(max(rebuilt_at)) AS rebuilt_us
+FROM trajectories
+WHERE rebuilt_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND settled
+GROUP BY project_id, session_id
+ORDER BY rebuilt_us"""
 
 
-class RebuildResult(Protocol):
-    """What a rebuild of one session produced (``skillsight.rebuild.session.Rebuilt``)."""
-
-    @property
-    def session_id(self) -> str: ...
-
-    @property
-    def trajectory(self) -> BaseModel: ...
-
-    @property
-    def activations(self) -> Sequence[Activation]: ...
-
-
-@dataclass(frozen=True)
-class SessionRebuild:
-    """One session's rebuild, ready to be written."""
-
+class RebuiltSession(NamedTuple):
     project_id: str
-    rebuilt: RebuildResult
-    ingested_through_us: int = 0
-    """Newest ``ingested_at`` (store clock, µs) among the rows the rebuild read; 0 = unknown."""
-    settled: bool = True
-    """May be scored: the session was complete, or waiting for the rest was given up."""
+    session_id: str
+    rebuilt_us: int
 
 
-# (column, arrow type, ClickHouse type of the streamed column, expression that stores it)
-ACTIVATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
-    ("project_id", _STR, "String", "project_id"),
-    ("activation_id", _STR, "String", "activation_id"),
-    ("session_id", _STR, "String", "session_id"),
-    ("trace_id", _STR, "String", "trace_id"),
-    ("skill_name", _STR, "String", "skill_name"),
-    ("skill_version", _STR, "String", "skill_version"),
-    ("trigger", _STR, "String", "trigger"),
-    ("started_at", _STR, "String", "parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')"),
-    ("ended_at", _STR, "String", "parseDateTime64BestEffortOrZero(ended_at, 6, 'UTC')"),
-    ("duration_ms", _F64, "Float64", "duration_ms"),
-    ("agent", _STR, "String", "agent"),
-    ("outcome", _STR, "String", "outcome"),
-    ("tool_call_count", _I64, "Int64", "toUInt32(tool_call_count)"),
-    ("input_tokens", _I64, "Int64", "toUInt64(input_tokens)"),
-    ("output_tokens", _I64, "Int64", "toUInt64(output_tokens)"),
-    ("cache_read_tokens", _I64, "Int64", "toUInt64(cache_read_tokens)"),
-    ("cache_creation_tokens", _I64, "Int64", "toUInt64(cache_creation_tokens)"),
-    ("cost_usd", _F64, "Float64", "cost_usd"),
-    ("record", _STR, "String", "record"),
-    ("rebuilt_at", _I64, "Int64", "fromUnixTimestamp64Micro(rebuilt_at, 'UTC')"),
-)
+class Rebuilds:
+    """Writing rebuilds, and finding which sessions were rebuilt."""
 
-TRAJECTORY_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
-    ("project_id", _STR, "String", "project_id"),
-    ("session_id", _STR, "String", "session_id"),
-    ("agent", _STR, "String", "agent"),
-    ("step_count", _I64, "Int64", "toUInt32(step_count)"),
-    ("activation_count", _I64, "Int64", "toUInt32(activation_count)"),
-    ("atif", _STR, "String", "atif"),
-    (
-        "ingested_through",
-        _I64,
-        "Int64",
-        "fromUnixTimestamp64Micro(ingested_through, 'UTC')",
-    ),
-    ("settled", pa.bool_(), "Bool", "settled"),
-    ("rebuilt_at", _I64, "Int64", "fromUnixTimestamp64Micro(rebuilt_at, 'UTC')"),
-)
+    def __init__(self, store: Store) -> None:
+        self._store = store
 
+    def write_one(
+        self,
+        project_id: str,
+        rebuilt: rebuild_rows.RebuildResult,
+        *,
+        ingested_through_us: int = 0,
+    ) -> int:
+        """Store one session's rebuild; return its stamp (µs). Hides what it supersedes."""
+        item = rebuild_rows.SessionRebuild(project_id, rebuilt, ingested_through_us)
+        return self.write([item])[0]
 
-def columns(row: tuple[tuple[str, pa.DataType, str, str], ...]) -> list[str]:
-    return [name for name, _, _, _ in row]
-
-
-def select(row: tuple[tuple[str, pa.DataType, str, str], ...]) -> str:
-    return ", ".join(expression for _, _, _, expression in row)
-
-
-def structure(row: tuple[tuple[str, pa.DataType, str, str], ...]) -> str:
-    return ", ".join(f"{name} {ch_type}" for name, _, ch_type, _ in row)
-
-
-def _schema(row: tuple[tuple[str, pa.DataType, str, str], ...]) -> pa.Schema:
-    return pa.schema([(name, kind) for name, kind, _, _ in row])
-
-
-class Stamps:
-    """Strictly increasing rebuild stamps (µs since the epoch) for one process."""
-
-    def __init__(self) -> None:
-        self._last = 0
-        self._lock = threading.Lock()
-
-    def next(self) -> int:
-        with self._lock:
-            self._last = max(time.time_ns() // 1000, self._last + 1)
-            return self._last
-
-
-def stamp_iso(stamp: int) -> str:
-    """A rebuild stamp (µs) as activation records carry it: the trajectories' one timestamp
-    format (ISO 8601, UTC, microseconds)."""
-    return iso(stamp * 1000)
-
-
-def trajectory_json(trajectory: BaseModel) -> str:
-    """The ATIF document as stored and served: ``None`` left out, as ``atif.dumps`` writes it."""
-    return json.dumps(trajectory.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
-
-
-def _activation_values(
-    project_id: str, item: Activation, stamp: int, settled: bool
-) -> dict[str, Any]:
-    # The record is stored under the project it was written for, whatever the algorithm set.
-    record = item.model_copy(
-        update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp), "settled": settled}
-    )
-    return {
-        "project_id": project_id,
-        "activation_id": record.activation_id,
-        "session_id": record.session_id,
-        "trace_id": record.trace_id,
-        "skill_name": record.skill_name,
-        "skill_version": record.skill_version,
-        "trigger": record.trigger,
-        "started_at": record.started_at,
-        "ended_at": record.ended_at,
-        "duration_ms": float(record.duration_ms),
-        "agent": record.agent,
-        "outcome": record.outcome,
-        "tool_call_count": len(record.tool_calls),
-        "input_tokens": record.tokens.input,
-        "output_tokens": record.tokens.output,
-        "cache_read_tokens": record.tokens.cache_read,
-        "cache_creation_tokens": record.tokens.cache_creation,
-        "cost_usd": float(record.cost_usd),
-        "record": record.model_dump_json(),
-        "rebuilt_at": stamp,
-    }
-
-
-def activation_table(items: Sequence[tuple[SessionRebuild, int]]) -> pa.Table:
-    """Activation rows of several session rebuilds, each with its stamp."""
-    rows = [
-        _activation_values(item.project_id, activation, stamp, item.settled)
-        for item, stamp in items
-        for activation in item.rebuilt.activations
-    ]
-    return pa.Table.from_pylist(rows, schema=_schema(ACTIVATION_ROW))
-
-
-def trajectory_table(items: Sequence[tuple[SessionRebuild, int]]) -> pa.Table:
-    rows = []
-    for item, stamp in items:
-        document = item.rebuilt.trajectory
-        steps = getattr(document, "steps", [])
-        agent = getattr(getattr(document, "agent", None), "name", "")
-        rows.append(
-            {
-                "project_id": item.project_id,
-                "session_id": item.rebuilt.session_id,
-                "agent": agent if isinstance(agent, str) else "",
-                "step_count": len(steps) if isinstance(steps, list) else 0,
-                "activation_count": len(item.rebuilt.activations),
-                "atif": trajectory_json(document),
-                "ingested_through": item.ingested_through_us,
-                "settled": item.settled,
-                "rebuilt_at": stamp,
-            }
+    def write(self, items: Sequence[rebuild_rows.SessionRebuild]) -> list[int]:
+        """Store several sessions' rebuilds in one insert per table; return their stamps."""
+        stamped = [(item, rebuild_rows.STAMPS.next()) for item in items]
+        if not stamped:
+            return []
+        activations = rebuild_rows.activation_table(stamped)
+        layout = rebuild_rows.ACTIVATION_ROW
+        if activations.num_rows:
+            self._store.insert_select(
+                "activations",
+                rebuild_rows.columns(layout),
+                rebuild_rows.select(layout),
+                activations,
+                rebuild_rows.structure(layout),
+            )
+        layout = rebuild_rows.TRAJECTORY_ROW
+        self._store.insert_select(
+            "trajectories",
+            rebuild_rows.columns(layout),
+            rebuild_rows.select(layout),
+            rebuild_rows.trajectory_table(stamped),
+            rebuild_rows.structure(layout),
         )
-    return pa.Table.from_pylist(rows, schema=_schema(TRAJECTORY_ROW))
+        return [stamp for _, stamp in stamped]
+
+    def through(self, project_id: str, session_keys: Sequence[str]) -> dict[str, int]:
+        """Per session, the newest ``ingested_at`` (µs) its latest settled rebuild had read."""
+        if not session_keys:
+            return {}
+        found = self._store.query(
+            _REBUILT_THROUGH, {"project": project_id, "sessions": list(session_keys)}
+        )
+        return {str(r["session_id"]): int(r["through_us"]) for r in found}
+
+    def since(self, since_us: int) -> list[RebuiltSession]:
+        """Every session whose latest settled rebuild was stored after ``since_us`` (the
+        rebuild stamps' clock), across projects: what evaluation workers owe scores."""
+        found = self._store.query(_REBUILT_SESSIONS, {"since": int(since_us)})
+        return [
+            RebuiltSession(str(r["project"]), str(r["session_id"]), int(r["rebuilt_us"]))
+            for r in found
+        ]
 
 
-STAMPS = Stamps()
+class Activations:
+    """Current activations (those of each session's newest rebuild)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def find(
+        self,
+        project_id: str,
+        *,
+        skill: str = "",
+        session_id: str = "",
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[Activation]:
+        """Current activations of a project, newest first; ``since`` bounds their start."""
+        params = {
+            "project": project_id,
+            "skill": skill,
+            "session": session_id,
+            "since": micros(since),
+            "limit": limit,
+        }
+        found = self._store.query(_LIST_ACTIVATIONS, params)
+        return [Activation.model_validate_json(row["record"]) for row in found]
+
+    def get(self, project_id: str, activation_id: str) -> Activation | None:
+        found = self._store.query(_GET_ACTIVATION, {"project": project_id, "id": activation_id})
+        return Activation.model_validate_json(found[0]["record"]) if found else None
+
+
+class Trajectories:
+    """Sessions' ATIF documents, as stored at their latest rebuild."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, project_id: str, session_id: str) -> str | None:
+        """The session's current ATIF document, as JSON text (None when never rebuilt)."""
+        found = self._store.query(_GET_TRAJECTORY, {"project": project_id, "session": session_id})
+        return str(found[0]["atif"]) if found else None

@@ -14,7 +14,8 @@ import pyarrow as pa
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from skillsight.errors import ConfigError, StoreError
-from skillsight.store._base import READ_SETTINGS, Store
+from skillsight.store._sql import READ_SETTINGS
+from skillsight.store._store import Store
 
 # URL scheme -> TLS.
 _SCHEMES = {"clickhouse": False, "clickhouses": True, "http": False, "https": True}
@@ -187,11 +188,11 @@ class ServerStore(Store):
                 self._client.command(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
         self._client.database = database
 
-    def _command(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
+    def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         with _translated("statement failed"):
             self._client.command(sql, parameters=dict(params) if params else None)
 
-    def _rows(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         with _translated("query failed"):
             raw = self._client.raw_query(
                 sql,
@@ -206,7 +207,7 @@ class ServerStore(Store):
         except json.JSONDecodeError as exc:
             raise StoreError(f"unreadable JSONEachRow answer from ClickHouse: {exc}") from exc
 
-    def _insert_select(
+    def insert_select(
         self, table: str, columns: Sequence[str], select: str, data: pa.Table, structure: str
     ) -> None:
         # The batch streams as the body and input() reads it, so normalization runs in the

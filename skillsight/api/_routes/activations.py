@@ -33,7 +33,7 @@ async def activations(
     """Skill activations rebuilt from completed sessions, newest first, with their
     evaluations."""
     found = await asyncio.to_thread(
-        store.list_activations,
+        store.activations.find,
         project_id,
         skill=skill,
         session_id=session_id,
@@ -55,7 +55,7 @@ async def activation(
 ) -> ActivationDetailOut:
     """One skill activation by id, with its evaluations (also as OTel GenAI evaluation
     events)."""
-    found = await asyncio.to_thread(store.get_activation, project_id, activation_id)
+    found = await asyncio.to_thread(store.activations.get, project_id, activation_id)
     if found is None:
         raise HTTPException(404, f"no activation {activation_id!r} in this project")
     detail = await asyncio.to_thread(with_evaluations, store, project_id, [found])
@@ -77,7 +77,7 @@ async def trajectory(
     project_id: ProjectId, store: StoreDep, session_id: Annotated[str, Path(max_length=256)]
 ) -> Response:
     """A session's trajectory in ATIF-v1.7, as stored at its latest rebuild."""
-    document = await asyncio.to_thread(store.get_trajectory, project_id, session_id)
+    document = await asyncio.to_thread(store.trajectories.get, project_id, session_id)
     if document is None:
         raise HTTPException(404, f"no trajectory for session {session_id!r} in this project")
     return Response(document, media_type="application/json")

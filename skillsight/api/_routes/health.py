@@ -21,6 +21,6 @@ async def healthz(services: ServicesDep) -> dict[str, object]:
 @router.get("/api/v1/stats")
 async def stats(project_id: ProjectId, store: StoreDep) -> dict[str, dict[str, int]]:
     """Rows stored for the project: physical rows and distinct spans / events."""
-    spans_count = await asyncio.to_thread(store.count_spans, project_id)
-    events_count = await asyncio.to_thread(store.count_events, project_id)
+    spans_count = await asyncio.to_thread(store.spans.count, project_id)
+    events_count = await asyncio.to_thread(store.events.count, project_id)
     return {"spans": spans_count, "events": events_count}

@@ -51,8 +51,8 @@ async def skills(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[SkillOut]:
     """The project's skill catalogue: every recorded version, newest scan first per skill."""
-    rows = await asyncio.to_thread(store.list_skills, project_id, name, limit=limit)
-    return [SkillOut(**row) for row in rows]
+    rows = await asyncio.to_thread(store.skills.find, project_id, name, limit=limit)
+    return [SkillOut.model_validate(row) for row in rows]
 
 
 @router.get(
@@ -106,7 +106,7 @@ async def skill_evaluations(
     prints), with their cited steps and findings, newest activation first."""
     start = _since(window, since)
     rows = await asyncio.to_thread(
-        store.evaluations_below,
+        store.scorecards.below,
         project_id,
         name,
         below,

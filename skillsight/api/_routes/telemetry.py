@@ -23,7 +23,7 @@ async def spans(
 ) -> list[SpanOut]:
     """Normalized spans, oldest first; filter by trace or session."""
     rows = await asyncio.to_thread(
-        store.list_spans,
+        store.spans.find,
         project_id,
         trace_id=trace_id.lower(),
         session_id=session_id,
@@ -43,7 +43,7 @@ async def events(
 ) -> list[EventOut]:
     """Normalized log events (Claude Code's skill, tool and API events among them)."""
     rows = await asyncio.to_thread(
-        store.list_events,
+        store.events.find,
         project_id,
         session_id=session_id,
         trace_id=trace_id.lower(),

@@ -59,7 +59,7 @@ def backfill(
     for name in names:
         registry.get(name)  # an unknown name fails before any work
     chosen = policies(names, rates=rates)
-    found = store.list_activations(project_id, skill=skill, since=since, limit=MAX_ACTIVATIONS)
+    found = store.activations.find(project_id, skill=skill, since=since, limit=MAX_ACTIVATIONS)
     found.reverse()  # oldest first: baselines grow as they did online
     if on_total is not None:
         on_total(len(found))
@@ -71,7 +71,7 @@ def backfill(
         scored = score_activations(chunk, assembler, registry=registry, chosen=chosen)
         stamp = time.time_ns() // 1000
         try:
-            store.write_evaluations(project_id, scored.rows(stamp))
+            store.evaluations.write(project_id, scored.rows(stamp))
         except SkillsightError as exc:
             message = f"writing evaluations failed after {offset} activations: {exc}"
             raise SkillsightError(message) from exc

@@ -1,6 +1,6 @@
 """What the scheduler knows about an activation beyond its record: the evaluation context.
 
-- the project's skill catalogue (``Store.skill_contracts``, re-read every ``catalogue_ttl_s``):
+- the project's skill catalogue (``Store.skills.contracts``, re-read every ``catalogue_ttl_s``):
   the skills the agent could see, for telemetry that does not list them;
 - the skill's manifest, when its SKILL.md is readable on this machine (the catalogue's source
   URI, else the activation's contract) and is the version the activation ran;
@@ -20,7 +20,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from skillsight.errors import SkillError
@@ -30,7 +29,7 @@ from skillsight.evaluators.judges import judge_context
 from skillsight.rebuild.activations import Activation, VisibleSkill
 from skillsight.rebuild.trajectories.atif import Trajectory
 from skillsight.skills import SkillManifest, load_skill
-from skillsight.store import Store
+from skillsight.store import SkillEntry, Store
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +64,19 @@ class ContextAssembler:
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
         self._seeded: set[tuple[str, str]] = set()
-        self._catalogues: dict[str, tuple[float, Mapping[str, dict[str, Any]]]] = {}
+        self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
         self._baselines: dict[str, RollingBaseline] = {}
         self._observed: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def catalogue(self, project_id: str) -> Mapping[str, dict[str, Any]]:
+    def catalogue(self, project_id: str) -> Mapping[str, SkillEntry]:
         now = time.monotonic()
         with self._lock:
             cached = self._catalogues.get(project_id)
         if cached is not None and now - cached[0] < self.catalogue_ttl_s:
             return cached[1]
-        entries = self.store.skill_contracts(project_id)
+        entries = self.store.skills.contracts(project_id)
         with self._lock:
             self._catalogues[project_id] = (now, entries)
         return entries
@@ -89,8 +88,8 @@ class ContextAssembler:
             VisibleSkill(name=name, description=str(entry.get("description") or ""))
             for name, entry in sorted(entries.items())
         )
-        entry = entries.get(activation.skill_name) or {}
-        uri = str(entry.get("source_uri") or "")
+        entry = entries.get(activation.skill_name)
+        uri = entry["source_uri"] if entry is not None else ""
         if not uri and activation.contract is not None:
             uri = activation.contract.source_uri
         manifest = self._manifest(skill_folder(uri))
@@ -112,7 +111,7 @@ class ContextAssembler:
         return judge_context(context, trajectory=self._trajectory(activation))
 
     def _trajectory(self, activation: Activation) -> Trajectory | None:
-        document = self.store.get_trajectory(activation.project_id, activation.session_id)
+        document = self.store.trajectories.get(activation.project_id, activation.session_id)
         if document is None:
             return None
         try:
@@ -138,7 +137,7 @@ class ContextAssembler:
                 return
             self._seeded.add(key)
         baseline = self._baseline(activation.project_id)
-        stored = self.store.list_activations(
+        stored = self.store.activations.find(
             activation.project_id, skill=activation.skill_name, limit=baseline.window
         )
         for earlier in reversed(stored):  # oldest first, as they were observed

@@ -2,7 +2,7 @@
 
 For set-ups on a ClickHouse server where rebuilding runs apart from the collectors
 (``skillsight worker``), evaluation can too: the poller asks the store which sessions got a new
-rebuild (:meth:`Store.rebuilt_sessions`), reads their current activations and hands them to an
+rebuild (:meth:`Store.rebuilds.since`), reads their current activations and hands them to an
 :class:`~skillsight.evaluators.scheduler.EvaluationScheduler`, exactly what the finalizer does
 in ``skillsight serve``. A rebuild is complete by construction (the finalizer stores only
 complete sessions), so nothing partial is scored. Several workers split activations by hash
@@ -75,7 +75,7 @@ class RebuiltSessionPoller:
         """Hand every session rebuilt since the last poll to the scheduler; return how many."""
         try:
             found = await asyncio.to_thread(
-                self.store.rebuilt_sessions, self._watermark_us - _OVERLAP_US
+                self.store.rebuilds.since, self._watermark_us - _OVERLAP_US
             )
         except SkillsightError as exc:
             self._count_error(f"finding rebuilt sessions failed: {exc}")
@@ -88,7 +88,7 @@ class RebuiltSessionPoller:
                 continue
             try:
                 activations = await asyncio.to_thread(
-                    self.store.list_activations,
+                    self.store.activations.find,
                     project_id,
                     session_id=session_id,
                     limit=_MAX_ACTIVATIONS,

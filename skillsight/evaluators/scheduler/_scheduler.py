@@ -309,7 +309,7 @@ class EvaluationScheduler:
             )
         if not scored.evaluations:
             return 0
-        return self.store.write_evaluations(project_id, scored.rows(evaluated_at_us))
+        return self.store.evaluations.write(project_id, scored.rows(evaluated_at_us))
 
     async def _retried(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` in a worker thread, again after a store error, waiting longer each time."""

@@ -1,6 +1,6 @@
 """Typed views of the normalized rows the store returns, deduplicated and in time order.
 
-Input is what ``Store.list_spans`` / ``list_events`` return, but in any order and possibly
+Input is what ``Store.spans.find`` / ``list_events`` return, but in any order and possibly
 repeated (retried exports, late batches): one span per (trace_id, span_id), one event per
 (session_id, time, record_id), exactly as the store's own ``LIMIT 1 BY`` reads them.
 """

@@ -119,7 +119,7 @@ class FastTraceWriter:
                 )
                 return sorted(left + pending)
             try:
-                self.store._command(self.insert_sql(str(path), entries=entries, distinct=distinct))
+                self.store.execute(self.insert_sql(str(path), entries=entries, distinct=distinct))
                 return sorted(left)
             except StoreError as exc:
                 if UNSUPPORTED not in str(exc):
@@ -166,11 +166,6 @@ class FastTraceWriter:
         return path
 
     def _unsupported(self, path: Path, entries: bool) -> set[int]:
-        # Store._rows appends a SETTINGS clause of its own, so this talks to the connection
-        with self.store._lock:
-            try:
-                sql = unsupported_select(str(path), self.limits, entries=entries)
-                result = self.store._conn.query(sql, "CSV")
-            except Exception as exc:
-                raise StoreError(str(exc)) from exc
-        return {int(line) for line in result.bytes().decode().split()}
+        # Store.query appends a SETTINGS clause of its own; this statement carries its own
+        result = self.store.query_raw(unsupported_select(str(path), self.limits, entries=entries))
+        return {int(line) for line in result.decode().split()}

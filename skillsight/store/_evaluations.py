@@ -1,0 +1,173 @@
+"""The ``evaluations`` table (migration 0005): one row per (activation, evaluator, version).
+
+The store takes plain dicts (what ``Evaluation.to_row`` in :mod:`skillsight.evaluators` gives):
+the store never imports the evaluators, which sit above it. A row with the key of an earlier one
+replaces it; reads take the newest row of each key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import pyarrow as pa
+
+from skillsight.errors import StoreError
+from skillsight.store._sql import micros
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+_STR = pa.string()
+
+# (column, arrow type, ClickHouse type of the streamed column, expression that stores it)
+EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
+    ("project_id", _STR, "String", "project_id"),
+    ("activation_id", _STR, "String", "activation_id"),
+    ("evaluator", _STR, "String", "evaluator"),
+    ("evaluator_version", _STR, "String", "evaluator_version"),
+    ("skill_name", _STR, "String", "skill_name"),
+    ("skill_version", _STR, "String", "skill_version"),
+    ("score", pa.float64(), "Nullable(Float64)", "score"),
+    ("passed", pa.bool_(), "Nullable(Bool)", "passed"),
+    ("label", _STR, "String", "label"),
+    ("reason", _STR, "String", "reason"),
+    (
+        "evidence_step_ids",
+        pa.list_(pa.int64()),
+        "Array(Int64)",
+        "arrayMap(x -> toUInt32(x), evidence_step_ids)",
+    ),
+    ("evidence_tool_call_ids", pa.list_(_STR), "Array(String)", "evidence_tool_call_ids"),
+    ("findings", _STR, "String", "findings"),
+    ("error", _STR, "String", "error"),
+    ("judge_model", _STR, "String", "judge_model"),
+    ("tokens", pa.int64(), "Int64", "toUInt64(tokens)"),
+    ("cost_usd", pa.float64(), "Float64", "cost_usd"),
+    ("latency_ms", pa.float64(), "Float64", "latency_ms"),
+    ("evaluated_at", pa.int64(), "Int64", "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"),
+    ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
+)
+# The streamed column carrying evaluated_at is named for its unit.
+_SOURCE = {"evaluated_at": "evaluated_at_us"}
+_REQUIRED = frozenset({"project_id", "activation_id", "evaluator", "evaluator_version"})
+
+SCHEMA = pa.schema([(_SOURCE.get(name, name), kind) for name, kind, _, _ in EVALUATION_ROW])
+COLUMNS = [name for name, _, _, _ in EVALUATION_ROW]
+SELECT = ", ".join(expression for _, _, _, expression in EVALUATION_ROW)
+STRUCTURE = ", ".join(
+    f"{_SOURCE.get(name, name)} {ch_type}" for name, _, ch_type, _ in EVALUATION_ROW
+)
+
+
+def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """One Arrow batch of evaluation rows, all stored under ``project_id``."""
+    prepared = []
+    for index, row in enumerate(rows):
+        missing = sorted(k for k in _REQUIRED - {"project_id"} if not row.get(k))
+        if missing:
+            raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
+        prepared.append({**row, "project_id": project_id})
+    try:
+        return pa.Table.from_pylist(prepared, schema=SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise StoreError(f"malformed evaluation rows: {exc}") from exc
+
+
+# The newest row of each (evaluator, version) of one activation; reruns replaced older ones.
+_LIST_EVALUATIONS = """
+SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
+       score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM (
+    SELECT * FROM evaluations
+    WHERE project_id = {project:String} AND activation_id = {activation:String}
+    ORDER BY evaluated_at DESC
+    LIMIT 1 BY evaluator, evaluator_version
+)
+ORDER BY evaluator, evaluator_version"""
+
+# LIST_EVALUATIONS for several activations at once (a page of GET /api/v1/activations).
+_LIST_EVALUATIONS_OF = """
+SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
+       score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM (
+    SELECT * FROM evaluations
+    WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
+    ORDER BY evaluated_at DESC
+    LIMIT 1 BY activation_id, evaluator, evaluator_version
+)
+ORDER BY activation_id, evaluator, evaluator_version"""
+
+# What LLM judges spent since a moment, over every project (the daily spend cap is the
+# service's). Replaced rows may be merged away, so this counts at least what was spent after them.
+_JUDGE_SPEND_SINCE = """
+SELECT sum(cost_usd) AS spent
+FROM evaluations
+WHERE judge_model != '' AND evaluated_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')"""
+
+
+class EvaluationRow(TypedDict):
+    """A stored evaluation (the newest row of its key)."""
+
+    project_id: str
+    activation_id: str
+    evaluator: str
+    evaluator_version: str
+    skill_name: str
+    skill_version: str
+    score: float | None
+    passed: bool | None
+    label: str
+    reason: str
+    evidence_step_ids: list[int]
+    evidence_tool_call_ids: list[str]
+    findings: str
+    error: str
+    judge_model: str
+    tokens: int
+    cost_usd: float
+    latency_ms: float
+    activation_rebuilt_at: str
+    evaluated_at_us: int
+
+
+class Evaluations:
+    """The ``evaluations`` table."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def write(self, project_id: str, evaluations: Sequence[Mapping[str, Any]]) -> int:
+        """Insert evaluation rows (``Evaluation.to_row`` dicts) in one batch; a row with the key
+        of an earlier one (activation, evaluator, version) replaces it."""
+        if not evaluations:
+            return 0
+        table = evaluation_table(project_id, evaluations)
+        self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
+        return int(table.num_rows)
+
+    def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:
+        """The latest row of each (evaluator, version) of one activation, by evaluator."""
+        found: list[EvaluationRow] = self._store.query(  # type: ignore[assignment]
+            _LIST_EVALUATIONS, {"project": project_id, "activation": activation_id}
+        )
+        return found
+
+    def of(self, project_id: str, activation_ids: Sequence[str]) -> dict[str, list[EvaluationRow]]:
+        """:meth:`for_activation` of several activations in one query, by activation id."""
+        out: dict[str, list[EvaluationRow]] = {a: [] for a in activation_ids}
+        if out:
+            params = {"project": project_id, "activations": list(out)}
+            for row in self._store.query(_LIST_EVALUATIONS_OF, params):
+                out[str(row["activation_id"])].append(row)  # type: ignore[arg-type]
+        return out
+
+    def judge_spend_since(self, since: datetime) -> float:
+        """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""
+        found = self._store.query(_JUDGE_SPEND_SINCE, {"since": micros(since)})
+        return float(found[0]["spent"] or 0.0) if found else 0.0

@@ -1,0 +1,157 @@
+"""Session reads: which sessions got rows, and a session's spans and events.
+
+A session is a session id, or the trace id of a trace that has none (a sessionless trace is its
+own session); a span without a session id joins the session of its trace when another span of
+that trace names one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from skillsight.store._telemetry import EVENT_COLUMNS, SPAN_COLUMNS, EventRow, SpanRow
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+# Sessions (a session id, else the trace id) that got span or event rows since a point on the
+# store's clock; a span without a session id joins the session of its trace when another span of
+# that trace names one. Used by the finalizer, the only reader that spans projects.
+_TOUCHED_SESSIONS = """
+SELECT t.project_id AS project,
+       if(t.session_id != '', t.session_id,
+          if(ts.trace_session != '', ts.trace_session, t.trace_id)) AS session_key,
+       toUnixTimestamp64Micro(max(t.ingested_at)) AS last_ingested_us
+FROM (
+    SELECT project_id, trace_id, session_id, ingested_at
+    FROM spans
+    WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+    UNION ALL
+    SELECT project_id, trace_id, session_id, ingested_at
+    FROM events
+    WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+) AS t
+LEFT JOIN (
+    SELECT project_id, trace_id, any(session_id) AS trace_session
+    FROM spans
+    WHERE session_id != '' AND trace_id IN (
+        SELECT trace_id FROM spans
+        WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND session_id = ''
+    )
+    GROUP BY project_id, trace_id
+) AS ts ON t.project_id = ts.project_id AND t.trace_id = ts.trace_id
+GROUP BY project, session_key
+HAVING session_key != ''
+ORDER BY last_ingested_us"""
+
+# The trace ids of some sessions, from their spans and events.
+_SESSION_TRACES = """
+SELECT DISTINCT session_id, trace_id
+FROM (
+    SELECT session_id, trace_id FROM spans
+    WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+    UNION ALL
+    SELECT session_id, trace_id FROM events
+    WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+      AND trace_id != ''
+)
+ORDER BY session_id, trace_id"""
+
+# Rows of some sessions: by session id, by trace id (a sessionless trace is its own session),
+# or through the traces SESSION_TRACES found.
+_SESSION_SPANS = f"""
+SELECT {SPAN_COLUMNS}
+FROM (
+    SELECT * FROM spans
+    WHERE project_id = {{project:String}}
+      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+           OR trace_id IN {{traces:Array(String)}})
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY trace_id, span_id
+)
+ORDER BY start_time, span_id
+LIMIT {{limit:UInt32}}"""
+
+_SESSION_EVENTS = f"""
+SELECT {EVENT_COLUMNS}
+FROM (
+    SELECT * FROM events
+    WHERE project_id = {{project:String}}
+      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+           OR (trace_id != '' AND trace_id IN {{traces:Array(String)}}))
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY session_id, timestamp, record_id
+)
+ORDER BY time_unix_nano, record_id
+LIMIT {{limit:UInt32}}"""
+
+# Every session key of a project (for `skillsight rebuild`).
+_LIST_SESSION_KEYS = """
+SELECT DISTINCT if(trace_session != '', trace_session, trace_id) AS session_key
+FROM (
+    SELECT max(session_id) AS trace_session, trace_id FROM spans
+    WHERE project_id = {project:String} GROUP BY trace_id
+    UNION ALL
+    SELECT session_id AS trace_session, trace_id FROM events WHERE project_id = {project:String}
+)
+WHERE session_key != ''
+ORDER BY session_key
+LIMIT {limit:UInt32}"""
+
+
+class TouchedSession(NamedTuple):
+    project_id: str
+    session_key: str
+    last_ingested_us: int
+
+
+SessionRows = tuple[list[SpanRow], list[EventRow]]
+
+
+class Sessions:
+    """Sessions, read across the ``spans`` and ``events`` tables."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def rows(self, project_id: str, session_key: str) -> SessionRows:
+        """Spans and events of a session, every trace that touches it included."""
+        return self.rows_of(project_id, [session_key])[session_key]
+
+    def rows_of(
+        self, project_id: str, session_keys: Sequence[str], *, limit: int = 10_000_000
+    ) -> dict[str, SessionRows]:
+        """:meth:`rows` of several sessions in three queries."""
+        keys = list(dict.fromkeys(session_keys))
+        out: dict[str, SessionRows] = {key: ([], []) for key in keys}
+        if not keys:
+            return out
+        owner: dict[str, str] = {}  # trace id -> the session key it belongs to
+        found = self._store.query(_SESSION_TRACES, {"project": project_id, "sessions": keys})
+        for row in found:
+            owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
+        params = {"project": project_id, "sessions": keys, "traces": list(owner), "limit": limit}
+        for index, query in enumerate((_SESSION_SPANS, _SESSION_EVENTS)):
+            for row in self._store.query(query, params):
+                key = row["session_id"] if row["session_id"] in out else ""
+                key = key or owner.get(row["trace_id"], "")
+                key = key or (row["trace_id"] if row["trace_id"] in out else "")
+                if key:
+                    out[key][index].append(row)  # type: ignore[arg-type]
+        return out
+
+    def touched(self, since_us: int) -> list[TouchedSession]:
+        """Every session with rows ingested after ``since_us`` (store clock). The trace
+        finalizer's discovery query, the one read that spans projects: it finds work, it serves
+        no caller."""
+        found = self._store.query(_TOUCHED_SESSIONS, {"since": int(since_us)})
+        return [
+            TouchedSession(str(r["project"]), str(r["session_key"]), int(r["last_ingested_us"]))
+            for r in found
+        ]
+
+    def keys(self, project_id: str, *, limit: int = 1_000_000) -> list[str]:
+        """Every session key (session id, else trace id) of a project."""
+        found = self._store.query(_LIST_SESSION_KEYS, {"project": project_id, "limit": limit})
+        return [str(r["session_key"]) for r in found]

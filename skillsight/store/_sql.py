@@ -1,0 +1,34 @@
+"""Small pieces every repository's SQL shares."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+# Settings that keep reads bounded and JSON numbers numeric.
+READ_SETTINGS: Mapping[str, Any] = {
+    "output_format_json_quote_64bit_integers": 0,
+    "output_format_json_quote_64bit_floats": 0,
+    "max_memory_usage": 4 * 1024**3,
+}
+
+# A streamed insert batch's layout: (column, arrow type, ClickHouse type of the streamed column,
+# expression that stores it).
+RowLayout = tuple[tuple[str, pa.DataType, str, str], ...]
+
+
+def micros(moment: datetime | None) -> int:
+    """A moment as µs since the epoch; naive datetimes are UTC; None is the epoch."""
+    if moment is None:
+        return 0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1_000_000)
+
+
+def iso_micros(value: int) -> str:
+    """µs since the epoch as ISO 8601 in UTC ending in ``Z``."""
+    return datetime.fromtimestamp(value / 1_000_000, UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,211 @@
+"""The ``spans`` and ``events`` tables: normalizing inserts and deduplicated reads.
+
+Rows arrive raw (schemas in :mod:`skillsight.store.rows`) and are normalized inside ClickHouse
+by the projection :mod:`skillsight.store.normalize` composes, so both transports and every
+decoder share one definition of it. Reads deduplicate with ``LIMIT 1 BY`` rather than ``FINAL``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
+import pyarrow as pa
+
+from skillsight.store import rows
+from skillsight.store.normalize import event_projection, span_projection
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+SPAN_COLUMNS = """
+    trace_id, span_id, parent_span_id, name, kind,
+    toUnixTimestamp64Nano(start_time) AS start_time_unix_nano,
+    toUnixTimestamp64Nano(end_time) AS end_time_unix_nano,
+    status_code, status_message, service_name, scope_name, source_convention, operation,
+    session_id, agent, model, tool_name, tool_call_id, skill_name, input, output,
+    input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
+    attributes, resource_attributes, span_events, links"""
+
+EVENT_COLUMNS = """
+    record_id, toUnixTimestamp64Nano(timestamp) AS time_unix_nano, trace_id, span_id,
+    severity_number, severity_text, event_name, body, service_name, scope_name,
+    source_convention, session_id, prompt_id, skill_name, tool_name, tool_call_id, model,
+    input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
+    attributes, resource_attributes"""
+
+_LIST_SPANS = f"""
+SELECT {SPAN_COLUMNS}
+FROM (
+    SELECT * FROM spans
+    WHERE project_id = {{project:String}}
+      AND ({{trace:String}} = '' OR trace_id = {{trace:String}})
+      AND ({{session:String}} = '' OR session_id = {{session:String}})
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY trace_id, span_id
+)
+ORDER BY start_time, span_id
+LIMIT {{limit:UInt32}}"""
+
+_LIST_EVENTS = f"""
+SELECT {EVENT_COLUMNS}
+FROM (
+    SELECT * FROM events
+    WHERE project_id = {{project:String}}
+      AND ({{session:String}} = '' OR session_id = {{session:String}})
+      AND ({{trace:String}} = '' OR trace_id = {{trace:String}})
+      AND ({{event:String}} = '' OR event_name = {{event:String}})
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY session_id, timestamp, record_id
+)
+ORDER BY time_unix_nano, record_id
+LIMIT {{limit:UInt32}}"""
+
+_COUNT_SPANS = """
+SELECT count() AS rows, uniqExact(trace_id, span_id) AS spans
+FROM spans WHERE project_id = {project:String}"""
+
+_COUNT_EVENTS = """
+SELECT count() AS rows, uniqExact(session_id, timestamp, record_id) AS events
+FROM events WHERE project_id = {project:String}"""
+
+
+class SpanRow(TypedDict):
+    """A normalized span as stored (one per (trace, span) however often it was exported)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: str
+    start_time_unix_nano: int
+    end_time_unix_nano: int
+    status_code: str
+    status_message: str
+    service_name: str
+    scope_name: str
+    source_convention: str
+    operation: str
+    session_id: str
+    agent: str
+    model: str
+    tool_name: str
+    tool_call_id: str
+    skill_name: str
+    input: str
+    output: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    cost_usd: float
+    attributes: dict[str, str]
+    resource_attributes: dict[str, str]
+    span_events: str
+    links: str
+
+
+class EventRow(TypedDict):
+    """A normalized log record as stored."""
+
+    record_id: str
+    time_unix_nano: int
+    trace_id: str
+    span_id: str
+    severity_number: int
+    severity_text: str
+    event_name: str
+    body: str
+    service_name: str
+    scope_name: str
+    source_convention: str
+    session_id: str
+    prompt_id: str
+    skill_name: str
+    tool_name: str
+    tool_call_id: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+    cost_usd: float
+    attributes: dict[str, str]
+    resource_attributes: dict[str, str]
+
+
+class Spans:
+    """The ``spans`` table."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._columns, self._select = span_projection()
+
+    def insert(self, data: pa.Table) -> int:
+        """Normalize and insert raw span rows (schema :data:`rows.SPAN_SCHEMA`)."""
+        if data.num_rows:
+            self._store.insert_select(
+                "spans",
+                self._columns,
+                self._select,
+                data,
+                rows.clickhouse_structure(rows.SPAN_COLUMNS),
+            )
+        return int(data.num_rows)
+
+    def find(
+        self, project_id: str, *, trace_id: str = "", session_id: str = "", limit: int = 1000
+    ) -> list[SpanRow]:
+        """Normalized spans of a project, oldest first, one row per span."""
+        params = {"project": project_id, "trace": trace_id, "session": session_id, "limit": limit}
+        found: list[SpanRow] = self._store.query(_LIST_SPANS, params)  # type: ignore[assignment]
+        return found
+
+    def count(self, project_id: str) -> dict[str, int]:
+        """``{"rows": physical rows, "spans": distinct spans}`` of a project."""
+        row = self._store.query(_COUNT_SPANS, {"project": project_id})[0]
+        return {"rows": int(row["rows"]), "spans": int(row["spans"])}
+
+
+class Events:
+    """The ``events`` table (OTLP log records)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._columns, self._select = event_projection()
+
+    def insert(self, data: pa.Table) -> int:
+        """Normalize and insert raw log records (schema :data:`rows.EVENT_SCHEMA`)."""
+        if data.num_rows:
+            self._store.insert_select(
+                "events",
+                self._columns,
+                self._select,
+                data,
+                rows.clickhouse_structure(rows.EVENT_COLUMNS),
+            )
+        return int(data.num_rows)
+
+    def find(
+        self,
+        project_id: str,
+        *,
+        session_id: str = "",
+        trace_id: str = "",
+        event_name: str = "",
+        limit: int = 1000,
+    ) -> list[EventRow]:
+        """Normalized log events of a project, oldest first, deduplicated."""
+        params = {
+            "project": project_id,
+            "session": session_id,
+            "trace": trace_id,
+            "event": event_name,
+            "limit": limit,
+        }
+        found: list[EventRow] = self._store.query(_LIST_EVENTS, params)  # type: ignore[assignment]
+        return found
+
+    def count(self, project_id: str) -> dict[str, int]:
+        """``{"rows": physical rows, "events": distinct events}`` of a project."""
+        row = self._store.query(_COUNT_EVENTS, {"project": project_id})[0]
+        return {"rows": int(row["rows"]), "events": int(row["events"])}
