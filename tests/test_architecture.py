@@ -1,11 +1,15 @@
-"""The shape of the code: layer contracts, a light base install, typed and lint-clean."""
+"""The shape of the code: layer contracts, private insides, only product code in the wheel,
+small modules, a light base install, typed and lint-clean."""
 
 from __future__ import annotations
 
+import ast
 import os
+import statistics
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,10 +25,98 @@ def run(
 
 
 def test_import_contracts_hold() -> None:
-    """api -> clustering -> evaluators -> collector; instrumentation imports none of them."""
+    """The stages import only the ones below them (pyproject's import-linter contracts: cli ->
+    api -> runtime|reports -> clustering -> evaluators -> rebuild|ingest -> store -> skills);
+    instrumentation imports nothing of the service; product code never imports the demo, the
+    benchmarks or the tests."""
     result = run(str(BIN / "lint-imports"), "--no-cache")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
+    for contract in ("layered in pipeline order", "never imports the demo"):
+        assert contract in result.stdout
+
+
+def _package_of(module: str) -> str:
+    """The stage a module belongs to: ``skillsight.store._sql`` -> ``skillsight.store``."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "skillsight" else parts[0]
+
+
+def _imports(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+    return names
+
+
+def private_imports(folder: Path) -> list[str]:
+    """Imports of a private (``_``) module of a package by code outside that package."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for name in _imports(path):
+            parts = name.split(".")
+            private = [i for i, p in enumerate(parts) if p.startswith("_") and p != "__init__"]
+            if parts[0] != "skillsight" or not private:
+                continue
+            owner = ".".join(parts[: private[0]])
+            if module != owner and not module.startswith(owner + "."):
+                found.append(f"{module} imports {name}")
+    return found
+
+
+def test_no_package_reaches_into_another_packages_private_modules(tmp_path: Path) -> None:
+    """Each package's public face is its ``__init__``; its underscore modules are its own.
+    (The fast path's micro-benchmark measures the fast path's private stages one by one.)"""
+    measured_insides = "benchmarks.fastpath_measure imports skillsight.store.fastpath._"
+    found = [
+        line
+        for folder in ("skillsight", "demo", "benchmarks")
+        for line in private_imports(ROOT / folder)
+        if not line.startswith(measured_insides)
+    ]
+    assert found == []
+    # the check itself catches a reach into another package's insides
+    (tmp_path / "skillsight" / "api").mkdir(parents=True)
+    probe = tmp_path / "skillsight" / "api" / "probe.py"
+    probe.write_text("from skillsight.store._sql import micros\n")
+    rel = probe.relative_to(tmp_path)
+    assert _imports(probe) == ["skillsight.store._sql", "skillsight.store._sql.micros"]
+    assert _package_of(".".join(rel.with_suffix("").parts)) == "skillsight.api"
+
+
+def test_the_wheel_holds_only_product_code(tmp_path: Path) -> None:
+    """No scripted model servers, scenario libraries, benchmarks or synthetic data generators
+    are shipped: they live in the checkout's demo/ and benchmarks/ folders."""
+    built = run(
+        sys.executable,
+        *("-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"),
+        *("-w", str(tmp_path), str(ROOT)),
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = tmp_path.glob("skillsight-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    modules = [n for n in names if n.endswith(".py")]
+    assert "skillsight/instrumentation/__init__.py" in modules
+    assert "skillsight/store/migrations/0001_spans.sql" in names
+    assert all(n.startswith(("skillsight/", "skillsight-")) for n in names), names
+    doubles = ("scripted", "scenario", "synthetic", "workload", "measure")
+    assert [n for n in modules if any(word in n for word in doubles)] == []
+    folders = {n.split("/")[1] for n in modules if n.count("/") > 1}
+    assert not folders & {"demo", "bench", "benchmarks", "tests"}, folders
+
+
+def test_modules_stay_small() -> None:
+    """One concept per module: a median under 200 lines and none over 450."""
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / "skillsight").rglob("*.py")
+    }
+    assert statistics.median(sizes.values()) <= 200
+    assert {path: n for path, n in sizes.items() if n > 450} == {}
 
 
 def test_package_is_typed_and_lint_clean() -> None:
