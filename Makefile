@@ -40,8 +40,8 @@ bench: $(STAMP)
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check skillsight tests
-	$(VENV)/bin/ruff format --check skillsight tests
+	$(VENV)/bin/ruff check skillsight tests demo benchmarks
+	$(VENV)/bin/ruff format --check skillsight tests demo benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
