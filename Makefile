@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 # the CPU build of torch first: otherwise sentence-transformers pulls a multi-GB CUDA one
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,claude,grpc,dev]'
+# the web UI's browser tests drive Debian's chromium through Playwright (no browser download)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
