@@ -4,8 +4,10 @@ repository per table returning typed records. Every SQL statement of the service
 from __future__ import annotations
 
 from skillsight.config import Settings
+from skillsight.store._clusters import ClusterRow, MemberRow, OnlineCounts, RunRow, StatusRow
 from skillsight.store._embedded import EmbeddedStore
 from skillsight.store._evaluations import EvaluationRow
+from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
 from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
 from skillsight.store._rebuilds import RebuiltSession
 from skillsight.store._server import ServerAddress, ServerStore
@@ -29,18 +31,26 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 
 __all__ = [
+    "ClusterRow",
     "EmbeddedStore",
     "EvaluationRow",
     "EventRow",
+    "FailedSince",
+    "FailingEvaluation",
+    "MemberRow",
+    "OnlineCounts",
     "RebuildResult",
     "RebuiltSession",
+    "RunRow",
     "ServerAddress",
     "ServerStore",
     "SessionRebuild",
     "SessionRows",
     "SkillEntry",
     "SpanRow",
+    "StatusRow",
     "Store",
+    "StoredFailure",
     "TouchedSession",
     "open_store",
     "stamp_iso",

@@ -15,6 +15,8 @@ table it reads or writes, shared by both transports:
 ``trajectories``   current ATIF documents
 ``evaluations``    evaluation rows (:mod:`._evaluations`)
 ``scorecards``     per-skill aggregates and the gate's rows (:mod:`._scorecards`)
+``failures``       which activations fail, their failure texts and vectors (:mod:`._failures`)
+``clusters``       failure clusters, members, status log and runs (:mod:`._clusters`)
 =================  ==========================================================================
 """
 
@@ -28,7 +30,9 @@ from typing import Any
 import pyarrow as pa
 
 from skillsight.store import _migrations
+from skillsight.store._clusters import Clusters
 from skillsight.store._evaluations import Evaluations
+from skillsight.store._failures import Failures
 from skillsight.store._rebuilds import Activations, Rebuilds, Trajectories
 from skillsight.store._scorecards import Scorecards
 from skillsight.store._sessions import Sessions
@@ -51,6 +55,8 @@ class Store(ABC):
         self.trajectories = Trajectories(self)
         self.evaluations = Evaluations(self)
         self.scorecards = Scorecards(self)
+        self.failures = Failures(self)
+        self.clusters = Clusters(self)
 
     # -- the transport ---------------------------------------------------------------------
 

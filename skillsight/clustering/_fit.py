@@ -1,0 +1,141 @@
+"""HDBSCAN over failure vectors, optionally after a PCA, and each cluster's exemplars.
+
+HDBSCAN (the ``hdbscan`` package) finds clusters of varying density and leaves what belongs to
+none as noise (label -1): one-off failures stay novel instead of being forced into a pattern.
+Its neighbour searches slow down sharply with dimensions, so vectors can be projected first onto
+their top principal components (computed here with numpy; docs/clusters.md has the measurements
+that chose the default). Exemplars are computed in the full space, by cosine.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from skillsight.clustering._vectors import Matrix, normalized
+
+Labels = npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How a run clusters (``cluster_*`` settings)."""
+
+    min_cluster_size: int = 5
+    min_samples: int | None = None
+    """HDBSCAN's density smoothing; None = min_cluster_size."""
+    reduce_to: int = 32
+    """Project onto this many principal components first; 0 = cluster the full vectors."""
+    selection_epsilon: float = 0.0
+    """Clusters closer than this (Euclidean, in the clustered space) are not split."""
+    jobs: int = 2
+
+
+@dataclass(frozen=True)
+class Fitted:
+    labels: Labels
+    """Cluster index per row, -1 for noise."""
+    probabilities: npt.NDArray[np.float64]
+    dims: int
+    """Dimensions clustered (after any projection)."""
+    seconds: float
+
+    @property
+    def count(self) -> int:
+        return int(self.labels.max()) + 1 if len(self.labels) else 0
+
+
+def project(vectors: Matrix, dims: int) -> Matrix:
+    """``vectors`` on their top ``dims`` principal components (unchanged when they have no
+    more dimensions than that, or too few rows to estimate components)."""
+    rows, columns = vectors.shape
+    if dims <= 0 or columns <= dims or rows <= dims:
+        return vectors
+    centred = vectors - vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
+    covariance = (centred.T.astype(np.float64) @ centred.astype(np.float64)) / max(rows - 1, 1)
+    _, eigenvectors = np.linalg.eigh(covariance)  # ascending eigenvalues
+    basis = eigenvectors[:, ::-1][:, :dims].astype(np.float32)
+    out: Matrix = centred @ basis
+    return out
+
+
+def fit(vectors: Matrix, options: FitOptions) -> Fitted:
+    """Cluster normalized row vectors; fewer rows than ``min_cluster_size`` are all noise."""
+    import hdbscan  # type: ignore[import-untyped]  # no stubs; a heavy import, paid on first run
+
+    started = time.perf_counter()
+    rows = len(vectors)
+    if rows < max(options.min_cluster_size, 2):
+        empty = np.full(rows, -1, dtype=np.intp)
+        return Fitted(empty, np.zeros(rows), vectors.shape[1] if rows else 0, 0.0)
+    space = project(vectors, options.reduce_to)
+    clusterer = hdbscan.HDBSCAN(
+        min_cluster_size=options.min_cluster_size,
+        min_samples=options.min_samples,
+        cluster_selection_epsilon=options.selection_epsilon,
+        core_dist_n_jobs=options.jobs,
+        metric="euclidean",
+    )
+    with warnings.catch_warnings():
+        # hdbscan passes arguments sklearn has deprecated; nothing the caller can act on
+        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=DeprecationWarning)
+        clusterer.fit(np.ascontiguousarray(space, dtype=np.float64))
+    labels = np.asarray(clusterer.labels_, dtype=np.intp)
+    probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
+    return Fitted(labels, probabilities, space.shape[1], time.perf_counter() - started)
+
+
+def centroid(vectors: Matrix) -> Matrix:
+    """The normalized mean direction of some normalized rows."""
+    mean = vectors.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32)
+    out: Matrix = normalized(mean)[0]
+    return out
+
+
+def medoids(vectors: Matrix, count: int) -> list[int]:
+    """Indices of the ``count`` rows nearest the rows' mean direction, nearest first: the
+    members that look most like the cluster (what on-call reads first)."""
+    if not len(vectors):
+        return []
+    similarity = vectors @ centroid(vectors)
+    order = np.argsort(-similarity, kind="stable")
+    return [int(i) for i in order[:count]]
+
+
+def spread_exemplars(vectors: Matrix, count: int, *, sample: int = 2000) -> list[int]:
+    """Indices of up to ``count`` rows covering the cluster: the medoid, then each time the row
+    farthest from those chosen (on an evenly spaced sample of at most ``sample`` rows). Online
+    assignment compares a new failure with these, so a cluster's edges count, not its centre
+    alone."""
+    rows = len(vectors)
+    if not rows:
+        return []
+    pool = np.linspace(0, rows - 1, num=min(rows, sample)).astype(np.intp)
+    pool = np.unique(pool)
+    candidates = vectors[pool]
+    chosen = [medoids(candidates, 1)[0]]
+    nearest = candidates @ candidates[chosen[0]]
+    while len(chosen) < min(count, len(pool)):
+        farthest = int(np.argmin(nearest))
+        if nearest[farthest] >= 0.9999:  # the rest are duplicates of chosen rows
+            break
+        chosen.append(farthest)
+        nearest = np.maximum(nearest, candidates @ candidates[farthest])
+    return [int(pool[i]) for i in chosen]
+
+
+__all__ = [
+    "FitOptions",
+    "Fitted",
+    "Labels",
+    "centroid",
+    "fit",
+    "medoids",
+    "project",
+    "spread_exemplars",
+]
