@@ -18,17 +18,14 @@ Each is mapped when the SDK reports it, with the SDK's own timestamps:
 ``activate_skill {name}`` under the agent. Every tool span of that agent is its child until the
 next activation, a handoff, the agent's final output (a model answer asking for no tool), or
 the end of the agent; the starting call is its first child. All state lives on
-:class:`TraceMapper`, one per trace.
+:class:`TraceMapper`, one per trace: its span tree (:mod:`._openai_agents_nodes`) and its skills
+(:mod:`._openai_agents_skills`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shlex
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
@@ -37,7 +34,6 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from skillsight import semconv as sc
 from skillsight.instrumentation._openai_agents_data import (
-    Call,
     SdkSpan,
     error_text,
     iso_to_ns,
@@ -47,65 +43,17 @@ from skillsight.instrumentation._openai_agents_data import (
     plain_list,
     user_text,
 )
-from skillsight.instrumentation._skillinfo import SkillResolver, info_from_dir, skill_md_name
-from skillsight.instrumentation._spans import SkillInfo, SpanEmitter, Usage
+from skillsight.instrumentation._openai_agents_nodes import (
+    Agent,
+    Node,
+    agent_context,
+    task_of,
+    work_context,
+)
+from skillsight.instrumentation._openai_agents_skills import SkillSettings, TraceSkills
+from skillsight.instrumentation._spans import SpanEmitter, Usage
 
 __all__ = ["SkillSettings", "TraceMapper"]
-
-_SKILL_ARGUMENT_KEYS = ("skill_name", "name", "skill")
-_SKILL_MD = "SKILL.md"
-
-
-@dataclass
-class _Activation:
-    span: Span
-    context: Context
-    skill: SkillInfo
-
-
-@dataclass
-class _Agent:
-    span: Span
-    context: Context
-    name: str
-    activation: _Activation | None = None
-    calls: list[Call] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    prompt: str | None = None
-    final_output: str | None = None
-    final_ns: int | None = None
-
-
-@dataclass
-class _Node:
-    """An SDK span as seen here: the span made for it (None when folded) and its agent."""
-
-    kind: str
-    span: Span | None
-    agent: _Agent | None
-    parent: _Node | None
-    is_agent: bool = False
-    start_ns: int | None = None
-    arguments_known: bool = True
-    """For a tool: whether its arguments were known when it started (from the model output)."""
-
-
-def _task_of(node: _Node | None) -> _Node | None:
-    """The ``task`` span (one Runner run) a node belongs to; None for SDKs without them."""
-    while node is not None and node.kind != "task":
-        node = node.parent
-    return node
-
-
-@dataclass(frozen=True)
-class SkillSettings:
-    """How skills are recognised and looked up on disk."""
-
-    load_skill_tools: frozenset[str] = frozenset({"load_skill"})
-    skills_dirs: tuple[Path, ...] = ()
-    cwd: Path | None = None
 
 
 class TraceMapper:
@@ -119,35 +67,12 @@ class TraceMapper:
         now: Callable[[], int],
     ) -> None:
         self._emitter = emitter
-        self._settings = settings
         self._conversation_id = conversation_id
         self._now = now
-        self._nodes: dict[str, _Node] = {}
+        self._nodes: dict[str, Node] = {}
         # The first top-level agent of each run (task span): a handoff target nests under it.
-        self._first_agents: dict[int, _Agent] = {}
-        self._visible: list[tuple[str, str | None]] | None = None
-        self._resolver = SkillResolver(settings.cwd or Path(os.getcwd()), settings.skills_dirs)
-
-    # --- structure ---------------------------------------------------------------------------
-
-    def _work_context(self, node: _Node | None) -> Context | None:
-        """Where a tool or kept span under ``node`` goes: the active activation, if any."""
-        while node is not None and node.span is None:
-            node = node.parent
-        if node is None:
-            return None
-        if node.is_agent and node.agent is not None:
-            active = node.agent.activation
-            return active.context if active is not None else node.agent.context
-        return trace.set_span_in_context(node.span) if node.span is not None else None
-
-    def _agent_context(self, node: _Node | None) -> Context | None:
-        """Where a model call under ``node`` goes: its agent, never inside an activation."""
-        while node is not None and node.span is None:
-            node = node.parent
-        if node is not None and node.is_agent and node.agent is not None:
-            return node.agent.context
-        return self._work_context(node)
+        self._first_agents: dict[int, Agent] = {}
+        self._skills = TraceSkills(emitter, settings)
 
     # --- SDK events ---------------------------------------------------------------------------
 
@@ -157,25 +82,25 @@ class TraceMapper:
         parent = self._nodes.get(span.parent_id) if span.parent_id else None
         agent = parent.agent if parent is not None else None
         start = iso_to_ns(span.started_at)
-        node: _Node
+        node: Node
         if kind == "agent":
             node = self._start_agent(data, parent, start)
         elif kind in ("task", "turn"):
-            node = _Node(kind, None, agent, parent)
+            node = Node(kind, None, agent, parent)
         elif kind in ("response", "generation"):
             chat = self._emitter.start_chat(
                 getattr(data, "model", None),
-                parent=self._agent_context(parent),
+                parent=agent_context(parent),
                 provider=sc.PROVIDER_OPENAI,
                 start_time=start,
             )
-            node = _Node(kind, chat, agent, parent)
+            node = Node(kind, chat, agent, parent)
         elif kind == "function":
             node = self._start_tool(data, parent, agent, start)
         else:
             if kind == "handoff" and agent is not None:
-                self._end_activation(agent, start)
-            node = _Node(kind, self._start_kept(span, kind, parent, start), agent, parent)
+                agent.end_activation(start)
+            node = Node(kind, self._start_kept(span, kind, parent, start), agent, parent)
         self._nodes[span.span_id] = node
 
     def span_ended(self, span: SdkSpan) -> None:
@@ -209,21 +134,21 @@ class TraceMapper:
         now = self._now()
         for node in self._nodes.values():
             if node.agent is not None:
-                self._end_activation(node.agent, now)
+                node.agent.end_activation(now)
             if node.span is not None and node.span.is_recording():
                 node.span.end(end_time=now)
         self._nodes.clear()
 
     # --- agents --------------------------------------------------------------------------------
 
-    def _start_agent(self, data: Any, parent: _Node | None, start: int | None) -> _Node:
+    def _start_agent(self, data: Any, parent: Node | None, start: int | None) -> Node:
         owner = parent.agent if parent is not None else None
-        run = id(_task_of(parent))
+        run = id(task_of(parent))
         first = self._first_agents.get(run) if owner is None else None
         if first is not None:
             parent_context: Context | None = first.context
         else:
-            parent_context = self._work_context(parent)
+            parent_context = work_context(parent)
         name = str(getattr(data, "name", "") or "agent")
         span = self._emitter.start_agent(
             name,
@@ -232,33 +157,16 @@ class TraceMapper:
             provider=sc.PROVIDER_OPENAI,
             start_time=start,
         )
-        skills = self._visible_skills()
+        skills = self._skills.visible()
         if skills:
             self._emitter.set_skills_available(span, skills)
-        agent = _Agent(span=span, context=trace.set_span_in_context(span), name=name)
+        agent = Agent(span=span, context=trace.set_span_in_context(span), name=name)
         if owner is None:
             self._first_agents.setdefault(run, agent)
-        return _Node("agent", span, agent, parent, is_agent=True)
+        return Node("agent", span, agent, parent, is_agent=True)
 
-    def _visible_skills(self) -> list[tuple[str, str | None]]:
-        """The skills in ``skills_dirs`` (read once per trace)."""
-        if self._visible is not None:
-            return self._visible
-        found: list[tuple[str, str | None]] = []
-        for root in self._settings.skills_dirs:
-            try:
-                folders = sorted(p for p in root.iterdir() if (p / _SKILL_MD).is_file())
-            except OSError:
-                continue
-            for folder in folders:
-                info = info_from_dir(folder)
-                if info is not None and info.name not in {name for name, _ in found}:
-                    found.append((info.name, info.description))
-        self._visible = found
-        return found
-
-    def _finish_agent(self, agent: _Agent, data: Any, error: str | None, end: int | None) -> None:
-        self._end_activation(agent, agent.final_ns or end)
+    def _finish_agent(self, agent: Agent, data: Any, error: str | None, end: int | None) -> None:
+        agent.end_activation(agent.final_ns or end)
         tools = getattr(data, "tools", None)
         if tools is not None:
             agent.span.set_attribute(sc.SKILLSIGHT_AGENT_TOOLS, json.dumps(list(tools)))
@@ -277,7 +185,7 @@ class TraceMapper:
 
     # --- model calls -------------------------------------------------------------------------
 
-    def _finish_chat(self, node: _Node, data: Any, error: str | None, end: int | None) -> None:
+    def _finish_chat(self, node: Node, data: Any, error: str | None, end: int | None) -> None:
         span = node.span
         assert span is not None  # only nodes with a span reach here
         out = model_output(data)
@@ -316,36 +224,36 @@ class TraceMapper:
         if out.known and not out.asks_for_tools and error is None:
             agent.final_output = out.text
             agent.final_ns = end
-            self._end_activation(agent, end)
+            agent.end_activation(end)
 
-    # --- tools and activations -------------------------------------------------------------------
+    # --- tools ---------------------------------------------------------------------------------
 
     def _start_tool(
-        self, data: Any, parent: _Node | None, agent: _Agent | None, start: int | None
-    ) -> _Node:
+        self, data: Any, parent: Node | None, agent: Agent | None, start: int | None
+    ) -> Node:
         # The SDK fills a function span's input only after starting it, so the arguments come
         # from the model output that asked for the call (matched by name, in order).
         name = str(getattr(data, "name", "") or "tool")
-        call = self._take_call(agent, name) if agent is not None else None
+        call = agent.take_call(name) if agent is not None else None
         arguments = call.arguments if call is not None else json_object(data.input)
         if agent is not None and arguments is not None:
-            skill = self._activated_skill(agent, name, arguments)
+            skill = self._skills.activated_skill(agent, name, arguments)
             if skill is not None:
-                self._start_activation(
+                self._skills.start_activation(
                     agent, skill[0], skill[1], start, call.call_id if call else None
                 )
         span = self._emitter.start_tool(
             name,
             call_id=call.call_id or None if call is not None else None,
             arguments=arguments,
-            parent=self._work_context(parent),
+            parent=work_context(parent),
             start_time=start,
         )
-        return _Node(
+        return Node(
             "function", span, agent, parent, start_ns=start, arguments_known=arguments is not None
         )
 
-    def _late_arguments(self, node: _Node, data: Any) -> None:
+    def _late_arguments(self, node: Node, data: Any) -> None:
         """Arguments seen only at the end (no model output visible): record, maybe activate."""
         assert node.span is not None  # only nodes with a span reach here
         raw = getattr(data, "input", None)
@@ -355,106 +263,21 @@ class TraceMapper:
         )
         if node.agent is not None and arguments is not None:
             name = str(getattr(data, "name", "") or "tool")
-            skill = self._activated_skill(node.agent, name, arguments)
+            skill = self._skills.activated_skill(node.agent, name, arguments)
             if skill is not None:
-                self._start_activation(node.agent, skill[0], skill[1], node.start_ns, None)
-
-    @staticmethod
-    def _take_call(agent: _Agent, name: str) -> Call | None:
-        """The first pending model call of this tool, which this function span runs."""
-        for index, call in enumerate(agent.calls):
-            if call.name == name:
-                return agent.calls.pop(index)
-        return None
-
-    def _activated_skill(
-        self, agent: _Agent, name: str, arguments: Mapping[str, Any]
-    ) -> tuple[SkillInfo, str] | None:
-        """The skill a tool call activates, with its trigger, or None."""
-        if name in self._settings.load_skill_tools:
-            skill = next(
-                (
-                    str(arguments[k]).strip()
-                    for k in _SKILL_ARGUMENT_KEYS
-                    if isinstance(arguments.get(k), str)
-                ),
-                None,
-            )
-            return (self._resolver.by_name(skill), sc.TRIGGER_LOAD_SKILL_TOOL) if skill else None
-        path = self._skill_md_path(arguments)
-        if path is None:
-            return None
-        read = skill_md_name(path) or Path(path).parent.name
-        active = agent.activation.skill.name if agent.activation is not None else None
-        if read == active:
-            return None  # reading the SKILL.md of the skill just loaded: the same activation
-        folder = Path(path).parent
-        if not folder.is_absolute() and self._settings.skills_dirs:
-            folder = self._settings.skills_dirs[0] / read
-        return self._resolver.by_dir(folder, read), sc.TRIGGER_READ_SKILL_MD
-
-    def _skill_md_path(self, arguments: Mapping[str, Any]) -> str | None:
-        """A ``…/SKILL.md`` path among the string arguments (or words of a shell command)."""
-        values: list[Any] = list(arguments.values())
-        for value in values:
-            if isinstance(value, list):
-                values += value
-                continue
-            if not isinstance(value, str) or _SKILL_MD not in value:
-                continue
-            try:
-                words = shlex.split(value)
-            except ValueError:
-                words = value.split()
-            for word in words:
-                if word.endswith(_SKILL_MD) and (
-                    skill_md_name(word) or self._under_skills_dir(word)
-                ):
-                    return word
-        return None
-
-    def _under_skills_dir(self, path: str) -> bool:
-        parent = Path(path).parent.parent
-        return any(parent == root for root in self._settings.skills_dirs)
-
-    def _start_activation(
-        self,
-        agent: _Agent,
-        skill: SkillInfo,
-        trigger: str,
-        start: int | None,
-        call_id: str | None,
-    ) -> None:
-        self._end_activation(agent, start)
-        span = self._emitter.start_activation(
-            skill,
-            trigger=trigger,
-            input=agent.prompt,
-            call_id=call_id or None,
-            parent=agent.context,
-            start_time=start,
-        )
-        agent.activation = _Activation(span, trace.set_span_in_context(span), skill)
-
-    @staticmethod
-    def _end_activation(agent: _Agent, end: int | None) -> None:
-        if agent.activation is not None:
-            agent.activation.span.end(end_time=end)
-            agent.activation = None
+                self._skills.start_activation(node.agent, skill[0], skill[1], node.start_ns, None)
 
     # --- kept spans ------------------------------------------------------------------------
 
-    def _start_kept(
-        self, span: SdkSpan, kind: str, parent: _Node | None, start: int | None
-    ) -> Span:
+    def _start_kept(self, span: SdkSpan, kind: str, parent: Node | None, start: int | None) -> Span:
         data = span.span_data
         if kind == "handoff":
             title = f"handoff {getattr(data, 'to_agent', None) or ''}".strip()
-            context = self._agent_context(parent)
+            context = agent_context(parent)
         else:
             label = getattr(data, "name", None) or getattr(data, "server", None)
             title = str(label) if kind == "custom" and label else f"{kind} {label or ''}".strip()
-            context = self._work_context(parent)
+            context = work_context(parent)
         kept = self._emitter.tracer.start_span(title, context=context, start_time=start)
         kept.set_attribute(sc.SKILLSIGHT_SOURCE_SPAN_TYPE, kind)
         return kept
