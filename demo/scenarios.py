@@ -159,12 +159,16 @@ async def run_scenario_async(
     instrumentation: Instrumentation | None = None,
     client: ClientKind = "query",
     timeout_s: float = 90.0,
+    request_ids: bool = True,
+    log_tool_content: bool = True,
 ) -> ScenarioResult:
     """Write the scenario's project, serve its script, run the real CLI on it.
 
     ``scenario`` is a name (the project goes to ``workdir/project``; default: a temporary
     directory removed afterwards) or a built :class:`Scenario`. With ``endpoint`` set Claude
-    Code exports its native traces and logs there over ``protocol``.
+    Code exports its native traces and logs there over ``protocol``. ``request_ids=False``:
+    the model server sends no ``request-id`` header (as behind a gateway);
+    ``log_tool_content=False``: ``OTEL_LOG_TOOL_CONTENT`` off (no tool output exported).
     """
     if workdir is None and not isinstance(scenario, Scenario):
         with tempfile.TemporaryDirectory(prefix="skillsight-scenario-") as tmp:
@@ -178,14 +182,20 @@ async def run_scenario_async(
                 instrumentation=instrumentation,
                 client=client,
                 timeout_s=timeout_s,
+                request_ids=request_ids,
+                log_tool_content=log_tool_content,
             )
     built = _resolve(scenario, workdir or Path(tempfile.gettempdir()))
     built.write()
     env: dict[str, str] = {}
     if endpoint is not None:
-        env.update(telemetry_env(endpoint, protocol, project_key=project_key))
+        env.update(
+            telemetry_env(
+                endpoint, protocol, project_key=project_key, log_tool_content=log_tool_content
+            )
+        )
     env.update(extra_env or {})
-    server = ScriptedAnthropic(built.turns, agents=built.subagents)
+    server = ScriptedAnthropic(built.turns, agents=built.subagents, request_ids=request_ids)
     context = instrumentation() if instrumentation is not None else contextlib.nullcontext()
     started = time.monotonic()
     with server as base_url, context:

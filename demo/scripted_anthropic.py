@@ -16,6 +16,12 @@ CLI puts the agent definition's prompt into the system prompt (and ``cc_is_subag
 its billing header block). An :class:`AgentScript` names a marker text from that prompt and
 the subagent's own turns; a request whose system prompt contains the marker is answered from
 that script, every other agent-loop request from the main one.
+
+``request_ids=False`` gives the variant a gateway presents (Bedrock, Vertex, LLM proxies): no
+``request-id`` response header, everything else identical. Claude Code copies that header into
+its telemetry (``request_id`` on ``llm_request`` spans and on the ``api_request``,
+``assistant_response``, ``tool_decision`` and ``tool_result`` events), so this variant shows
+what skillsight receives from Claude Code behind such a gateway.
 """
 
 from __future__ import annotations
@@ -212,8 +218,11 @@ class ScriptedAnthropic(LoopbackServer):
         exhausted_text: str = "Done.",
         classify: Callable[[dict[str, Any]], RequestKind] = classify_request,
         agents: Mapping[str, AgentScript] | None = None,
+        request_ids: bool = True,
     ) -> None:
         self.turns: list[Turn] = list(turns)
+        self.request_ids = request_ids
+        """Send the ``request-id`` response header (False: as a gateway that drops it)."""
         self.agents: dict[str, AgentScript] = dict(agents or {})
         if MAIN_AGENT in self.agents:
             raise ValueError(f"{MAIN_AGENT!r} names the main script; pick another agent name")
@@ -451,12 +460,16 @@ def _make_handler(server: ScriptedAnthropic) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 return raw.decode("utf-8", "replace")
 
+        def _request_id(self) -> None:
+            if server.request_ids:
+                self.send_header("request-id", "req_01" + uuid.uuid4().hex[:22])
+
         def _send_json(self, status: int, payload: Any) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
-            self.send_header("request-id", "req_01" + uuid.uuid4().hex[:22])
+            self._request_id()
             self.end_headers()
             self.wfile.write(data)
 
@@ -495,7 +508,7 @@ def _make_handler(server: ScriptedAnthropic) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("request-id", "req_01" + uuid.uuid4().hex[:22])
+            self._request_id()
             # No Content-Length: the stream ends when the connection closes.
             self.send_header("Connection", "close")
             self.end_headers()

@@ -728,10 +728,20 @@ def test_request_events_that_name_no_request_hold_nothing_back() -> None:
         "name": "claude_code.llm_request",
         "attributes": {"request_id": "req_1"},
     }
-    unnamed = {"event_name": "claude_code.api_request", "attributes": {}}
-    named = {"event_name": "claude_code.api_request", "attributes": {"request_id": "req_1"}}
-    other = {"event_name": "claude_code.api_request", "attributes": {"request_id": "req_2"}}
+    unnamed = {"event_name": "claude_code.api_request", "attributes": {}, "record_id": "e0"}
+    named = {
+        "event_name": "claude_code.api_request",
+        "attributes": {"request_id": "req_1"},
+        "record_id": "e1",
+    }
+    other = {
+        "event_name": "claude_code.api_request",
+        "attributes": {"request_id": "req_2"},
+        "record_id": "e2",
+    }
+    later = {**request, "span_id": "q3", "attributes": {"request_id": "req_3"}}
     assert is_complete([root, request], [unnamed])
     assert is_complete([root, request], [unnamed, named])
-    assert not is_complete([root, request], [unnamed, other])
+    # ids that match elsewhere are trusted: req_3's event is missing, whatever else arrived
+    assert not is_complete([root, request, later], [unnamed, named, other])
     assert not is_complete([request], [named])  # the root is missing

@@ -13,6 +13,13 @@ from typing import Any, Protocol
 
 from skillsight.rebuild.activations import SkillContract
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
+from skillsight.rebuild.trajectories import (
+    REQUEST_EVENTS,
+    REQUEST_SPAN,
+    Event,
+    Span,
+    requests_logged,
+)
 from skillsight.store import RebuildResult, SessionRebuild, Store
 
 log = logging.getLogger(__name__)
@@ -39,14 +46,6 @@ def default_rebuild() -> RebuildFn:
     return fn
 
 
-# Claude Code's model-request spans and the log events that carry the same request's text, cost
-# and tool results (both name it by ``request_id``).
-_CC_REQUEST_SPAN = "claude_code.llm_request"
-_CC_REQUEST_EVENTS = frozenset(
-    {"claude_code.api_request", "claude_code.api_error", "claude_code.assistant_response"}
-)
-
-
 def is_complete(
     spans: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] = ()
 ) -> bool:
@@ -56,8 +55,10 @@ def is_complete(
 
     Claude Code exports traces and logs on separate schedules, so the root span can land
     before the last batch of events; rebuilt then, the final answer would have no text yet and
-    every evaluator would score a session that is still arriving. A session with no events at
-    all is not held back (its logs are probably not exported)."""
+    every evaluator would score a session that is still arriving. A request span and its
+    events pair by ``request_id``, or, behind a gateway that sends none, by agent context and
+    order (:func:`skillsight.rebuild.trajectories.requests_logged`). A session with no request
+    events at all is not held back (its logs are probably not exported)."""
     present = {(s["trace_id"], s["span_id"]) for s in spans}
     if not all(
         not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
@@ -65,19 +66,10 @@ def is_complete(
         return False
     if not events:
         return True
-    logged = {
-        (e["attributes"] or {}).get("request_id")
-        for e in events
-        if e["event_name"] in _CC_REQUEST_EVENTS
-    }
-    logged.discard(None)
-    logged.discard("")
-    if not logged:  # no request events naming their request: nothing to wait for
-        return True
-    requested = (
-        (s["attributes"] or {}).get("request_id") for s in spans if s["name"] == _CC_REQUEST_SPAN
+    return requests_logged(
+        [Span(s) for s in spans if s["name"] == REQUEST_SPAN],
+        [Event(e) for e in events if e["event_name"] in REQUEST_EVENTS],
     )
-    return all(not request or request in logged for request in requested)
 
 
 @dataclass

@@ -127,17 +127,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="record the scenario captures instead (all scenarios, or the ones named) "
         "into OUT/scenarios/<name>/",
     )
+    parser.add_argument(
+        "--source",
+        action="append",
+        metavar="SOURCE",
+        help="with --scenarios: record only this source (repeatable; default all): "
+        "claude_code, claude_code_no_request_id, claude_code_no_tool_content, openinference",
+    )
     args = parser.parse_args(argv)
     out: Path = args.out
     if args.scenarios is not None:
         from demo.scenarios import SCENARIOS
 
-        from .scenario_captures import capture_scenarios
+        from .scenario_captures import SOURCES, capture_scenarios
 
         unknown = [n for n in args.scenarios if n not in SCENARIOS]
         if unknown:
             parser.error(f"unknown scenarios {unknown}; known: {', '.join(SCENARIOS)}")
-        capture_scenarios(args.scenarios or list(SCENARIOS), out)
+        bad = [s for s in args.source or () if s not in SOURCES]
+        if bad:
+            parser.error(f"unknown sources {bad}; known: {', '.join(SOURCES)}")
+        capture_scenarios(args.scenarios or list(SCENARIOS), out, args.source or SOURCES)
         print(f"scenario captures written under {out / 'scenarios'}")
         return 0
     native = out / "claude_code"

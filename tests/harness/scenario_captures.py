@@ -1,17 +1,20 @@
 """Record every scenario of ``demo.scenarios`` as OTLP captures plus a manifest.
 
 ``python -m tests.harness.make_captures --scenarios [NAME ...]`` runs this. For each scenario
-it plays the session twice with the real Claude Code CLI: once exporting Claude Code's native
-traces and logs over OTLP/HTTP JSON, once under Arize's OpenInference instrumentor (protobuf
-spans). It writes, under ``<out>/scenarios/<name>/``:
+it plays the session with the real Claude Code CLI, once per source: Claude Code's native
+traces and logs over OTLP/HTTP JSON (three variants, see :data:`NATIVE_VARIANTS`: as
+recommended, behind a gateway that sends no ``request-id``, and with ``OTEL_LOG_TOOL_CONTENT``
+off), and under Arize's OpenInference instrumentor (protobuf spans). It writes, under
+``<out>/scenarios/<name>/``:
 
-- ``claude_code/traces.json``, ``claude_code/logs.json`` (every export request merged into one)
+- ``<variant>/traces.json``, ``<variant>/logs.json`` (every export request merged into one)
 - ``openinference/traces.pb`` (request bodies concatenated)
 - ``manifest.json``: the scenario's expected facts, and per run the session id, trace ids,
   the tool calls the CLI executed (tool_use ids, names, key arguments, agent, error flag),
   the final answer, span and event names, and the export requests received.
 
 A run that does not do what its scenario scripts fails loudly instead of writing a capture.
+``--variant NAME`` records one source only and keeps the others (and their manifest entries).
 """
 
 from __future__ import annotations
@@ -39,6 +42,25 @@ CAPTURES = Path(__file__).resolve().parents[1] / "fixtures" / "captures" / "scen
 
 
 @dataclass(frozen=True)
+class NativeVariant:
+    """How Claude Code ran for one native capture."""
+
+    request_ids: bool = True
+    """The model server sent the ``request-id`` header (False: as behind a gateway)."""
+    log_tool_content: bool = True
+    """``OTEL_LOG_TOOL_CONTENT=1`` (tool output exported as ``tool.output`` span events)."""
+
+
+NATIVE_VARIANTS: dict[str, NativeVariant] = {
+    "claude_code": NativeVariant(),
+    "claude_code_no_request_id": NativeVariant(request_ids=False),
+    "claude_code_no_tool_content": NativeVariant(log_tool_content=False),
+}
+"""Folder name → how Claude Code ran; every folder holds ``traces.json`` and ``logs.json``."""
+SOURCES = (*NATIVE_VARIANTS, "openinference")
+
+
+@dataclass(frozen=True)
 class ScenarioCapture:
     """One recorded scenario, ready to replay (``Capture.body`` is what an exporter sent)."""
 
@@ -50,6 +72,20 @@ class ScenarioCapture:
     """Claude Code's log events, OTLP/JSON (``POST /v1/logs``)."""
     openinference_traces: Capture
     """The OpenInference instrumentor's spans, OTLP protobuf (``POST /v1/traces``)."""
+    folder: Path
+
+    def native(self, variant: str = "claude_code") -> tuple[Capture, Capture]:
+        """The traces and logs of one native variant (see :data:`NATIVE_VARIANTS`)."""
+        if variant not in NATIVE_VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; known: {', '.join(NATIVE_VARIANTS)}")
+        return (
+            _read(self.folder, "traces", f"{variant}/traces.json", "application/json"),
+            _read(self.folder, "logs", f"{variant}/logs.json", "application/json"),
+        )
+
+
+def _read(folder: Path, signal: Any, relative: str, content_type: str) -> Capture:
+    return Capture(signal, "http", content_type, (folder / relative).read_bytes(), {})
 
 
 def load_capture(name: str, root: Path = CAPTURES) -> ScenarioCapture:
@@ -58,15 +94,15 @@ def load_capture(name: str, root: Path = CAPTURES) -> ScenarioCapture:
     if not (folder / "manifest.json").exists():
         raise FileNotFoundError(f"no capture for scenario {name!r} under {root}")
 
-    def read(signal: Any, relative: str, content_type: str) -> Capture:
-        return Capture(signal, "http", content_type, (folder / relative).read_bytes(), {})
-
     return ScenarioCapture(
         name=name,
         manifest=json.loads((folder / "manifest.json").read_text(encoding="utf-8")),
-        native_traces=read("traces", "claude_code/traces.json", "application/json"),
-        native_logs=read("logs", "claude_code/logs.json", "application/json"),
-        openinference_traces=read("traces", "openinference/traces.pb", "application/x-protobuf"),
+        native_traces=_read(folder, "traces", "claude_code/traces.json", "application/json"),
+        native_logs=_read(folder, "logs", "claude_code/logs.json", "application/json"),
+        openinference_traces=_read(
+            folder, "traces", "openinference/traces.pb", "application/x-protobuf"
+        ),
+        folder=folder,
     )
 
 
@@ -116,48 +152,78 @@ def _merge_json(captures: Sequence[Capture], key: str) -> dict[str, Any]:
     return {key: merged}
 
 
-def capture_scenario(name: str, out: Path) -> dict[str, Any]:
-    """Record scenario ``name`` into ``out`` (replaced); return its manifest."""
-    shutil.rmtree(out, ignore_errors=True)
-    (out / "claude_code").mkdir(parents=True)
-    (out / "openinference").mkdir(parents=True)
-
-    workdir = _workdir(name)
+def _record_native(
+    name: str, out: Path, variant: NativeVariant
+) -> tuple[ScenarioResult, dict[str, Any]]:
+    out.mkdir(parents=True)
     with OtlpCapture() as receiver:
         native = _checked(
             run_scenario(
                 name,
-                workdir=workdir,
+                workdir=_workdir(name),
                 endpoint=receiver.http_endpoint,
                 protocol="http/json",
                 project_key=PROJECT_KEY,
+                request_ids=variant.request_ids,
+                log_tool_content=variant.log_tool_content,
             )
         )
-        native_captures = list(receiver.captures)
+        captures = list(receiver.captures)
     for signal, key in (("traces", "resourceSpans"), ("logs", "resourceLogs")):
-        chosen = [c for c in native_captures if c.signal == signal]
+        chosen = [c for c in captures if c.signal == signal]
         if not chosen:
             raise RuntimeError(f"scenario {name}: Claude Code exported no {signal}")
         text = json.dumps(_merge_json(chosen, key), indent=1, ensure_ascii=False)
-        (out / "claude_code" / f"{signal}.json").write_text(text + "\n", encoding="utf-8")
+        (out / f"{signal}.json").write_text(text + "\n", encoding="utf-8")
+    facts = {
+        "protocol": "http/json",
+        "request_ids": variant.request_ids,
+        "log_tool_content": variant.log_tool_content,
+        **_run_facts(native, captures),
+    }
+    return native, facts
 
-    workdir = _workdir(name)
+
+def _record_openinference(name: str, out: Path) -> tuple[ScenarioResult, dict[str, Any]]:
+    out.mkdir(parents=True)
     with OtlpCapture() as receiver:
         instrumented = _checked(
             run_scenario(
                 name,
-                workdir=workdir,
+                workdir=_workdir(name),
                 instrumentation=openinference(
                     receiver.http_endpoint, headers={"x-skillsight-key": PROJECT_KEY}
                 ),
             )
         )
-        oi_captures = receiver.of("traces")
-    if not oi_captures:
+        captures = receiver.of("traces")
+    if not captures:
         raise RuntimeError(f"scenario {name}: the OpenInference instrumentor exported nothing")
-    (out / "openinference" / "traces.pb").write_bytes(b"".join(c.body for c in oi_captures))
+    (out / "traces.pb").write_bytes(b"".join(c.body for c in captures))
+    return instrumented, {"protocol": "http/protobuf", **_run_facts(instrumented, captures)}
 
-    scenario = native.scenario
+
+def capture_scenario(name: str, out: Path, sources: Sequence[str] = SOURCES) -> dict[str, Any]:
+    """Record scenario ``name`` into ``out``, the ``sources`` given (default: all, replacing
+    the folder); return its manifest. Sources not recorded keep their files and facts."""
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown sources {unknown}; known: {', '.join(SOURCES)}")
+    old: dict[str, Any] = {}
+    if set(sources) == set(SOURCES):
+        shutil.rmtree(out, ignore_errors=True)
+    elif (out / "manifest.json").exists():
+        old = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    runs: dict[str, Any] = dict(old.get("runs", {}))
+    result: ScenarioResult | None = None
+    for source in sources:
+        shutil.rmtree(out / source, ignore_errors=True)
+        if source == "openinference":
+            result, runs[source] = _record_openinference(name, out / source)
+        else:
+            result, runs[source] = _record_native(name, out / source, NATIVE_VARIANTS[source])
+    assert result is not None, "no source recorded"
+    scenario = result.scenario
     manifest = {
         "scenario": name,
         "summary": scenario.summary,
@@ -166,13 +232,7 @@ def capture_scenario(name: str, out: Path) -> dict[str, Any]:
         "outside_dir": str(scenario.outside_dir) if scenario.outside_dir else None,
         "files": sorted(scenario.files),
         "expected": scenario.expected.to_json(),
-        "runs": {
-            "claude_code": {"protocol": "http/json", **_run_facts(native, native_captures)},
-            "openinference": {
-                "protocol": "http/protobuf",
-                **_run_facts(instrumented, oi_captures),
-            },
-        },
+        "runs": {source: runs[source] for source in SOURCES if source in runs},
         "versions": versions(),
     }
     text = json.dumps(manifest, indent=1, ensure_ascii=False)
@@ -196,13 +256,13 @@ def versions() -> dict[str, str]:
     }
 
 
-def capture_scenarios(names: Sequence[str], out: Path) -> None:
-    """Record each of ``names`` into ``out/scenarios/<name>/``."""
+def capture_scenarios(names: Sequence[str], out: Path, sources: Sequence[str] = SOURCES) -> None:
+    """Record each of ``names`` into ``out/scenarios/<name>/`` (the ``sources`` given)."""
     for name in names:
-        manifest = capture_scenario(name, out / "scenarios" / name)
+        manifest = capture_scenario(name, out / "scenarios" / name, sources)
         runs = manifest["runs"]
-        print(
-            f"{name:<24} native {runs['claude_code']['session_id']} "
-            f"({runs['claude_code']['duration_s']} s), openinference "
-            f"{runs['openinference']['session_id']} ({runs['openinference']['duration_s']} s)"
+        done = ", ".join(
+            f"{source} {runs[source]['session_id']} ({runs[source]['duration_s']} s)"
+            for source in sources
         )
+        print(f"{name:<24} {done}")

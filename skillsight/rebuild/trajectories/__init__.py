@@ -1,8 +1,24 @@
 """ATIF-v1.7 trajectories rebuilt from a session's normalized spans and events."""
 
 from skillsight.rebuild.trajectories import atif
-from skillsight.rebuild.trajectories._rows import RowError
+from skillsight.rebuild.trajectories._cc_pairing import (
+    REQUEST_EVENTS,
+    REQUEST_SPAN,
+    requests_logged,
+)
+from skillsight.rebuild.trajectories._rows import Event, RowError, Span
 from skillsight.rebuild.trajectories.atif import Trajectory, TrajectoryError
 from skillsight.rebuild.trajectories.build import build_trajectory
 
-__all__ = ["RowError", "Trajectory", "TrajectoryError", "atif", "build_trajectory"]
+__all__ = [
+    "REQUEST_EVENTS",
+    "REQUEST_SPAN",
+    "Event",
+    "RowError",
+    "Span",
+    "Trajectory",
+    "TrajectoryError",
+    "atif",
+    "build_trajectory",
+    "requests_logged",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from skillsight.rebuild.trajectories._cc_pairing import REQUEST_SPAN, pair_requests, request_id_of
 from skillsight.rebuild.trajectories._draft import (
     REDACTED,
     AgentDraft,
@@ -34,6 +35,7 @@ _MS = 1_000_000
 @dataclass
 class _LlmCall:
     key: str
+    request_id: str = ""  # the API's request-id ("" behind a gateway that sends none)
     start_ns: int = 0
     end_ns: int = 0
     span_id: str = ""
@@ -80,11 +82,13 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
             draft.side_usage.add(side.usage)
             draft.side_requests += 1
 
-    by_request = {c.key: c for c in main_loop}
+    by_request = {c.request_id: c for c in main_loop if c.request_id}
     orphans: list[CallDraft] = []
     for call in sorted(calls.values(), key=lambda c: (c.start_ns, c.call_id)):
         request = call.extra.pop("_request_id", "")
-        owner = by_request.get(request) if request else _latest_before(main_loop, call.start_ns)
+        owner = by_request.get(request) if request else None
+        if owner is None:  # no request id (a gateway dropped it): the context's latest call
+            owner = _latest_before(main_loop, call.start_ns, call.extra.get("_parent_call", ""))
         (owner.calls if owner is not None else orphans).append(call)
 
     logged_text = any(e.name == "claude_code.assistant_response" for e in events)
@@ -144,12 +148,16 @@ def _name_unnamed_skills(steps: list[StepDraft]) -> None:
                 call.extra["skill"] = named
 
 
-def _latest_before(calls: list[_LlmCall], time_ns: int) -> _LlmCall | None:
-    owner = None
+def _latest_before(calls: list[_LlmCall], time_ns: int, context: object) -> _LlmCall | None:
+    """The last model request of agent context ``context`` (the delegating call, "" for the
+    main agent) that started before ``time_ns``; any context's when that one has none."""
+    owner = anywhere = None
     for call in calls:
         if call.start_ns <= time_ns:
-            owner = call
-    return owner
+            anywhere = call
+            if call.parent_call == context:
+                owner = call
+    return owner or anywhere
 
 
 def _text(value: str) -> tuple[str, bool]:
@@ -190,11 +198,13 @@ def _llm_calls(
     spans: list[Span], events: list[Event], execution_to_call: dict[str, str]
 ) -> dict[str, _LlmCall]:
     calls: dict[str, _LlmCall] = {}
+    keys = pair_requests(spans, events)
     for span in spans:
-        if span.name != "claude_code.llm_request":
+        if span.name != REQUEST_SPAN:
             continue
-        key = span.attr("request_id") or span.attr("gen_ai.response.id") or span.span_id
+        key = keys.span_key[span.span_id]
         call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+        call.request_id = call.request_id or request_id_of(span)
         call.start_ns, call.end_ns = span.start_ns, span.end_ns
         call.span_id, call.trace_id = span.span_id, span.trace_id
         call.model = call.model or span.model
@@ -206,11 +216,14 @@ def _llm_calls(
             call.usage = _usage(span.input_tokens, span.output_tokens, span, None)
     for event in events:
         if event.name == "claude_code.api_request":
-            key = event.attr("request_id") or event.record_id
+            key = keys.event_key.get(event.record_id) or event.record_id
             call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+            call.request_id = call.request_id or request_id_of(event)
             if not call.span_id:
                 call.end_ns = event.time_ns
                 call.start_ns = event.time_ns - _ns_from_ms(event.attr("duration_ms"))
+                # without spans, a subagent's events are logged under its Agent call's span
+                call.parent_call = execution_to_call.get(event.span_id, "")
             call.model = event.model or call.model
             call.query_source = event.attr("query_source") or call.query_source
             call.skill = event.skill_name
@@ -219,8 +232,9 @@ def _llm_calls(
             # the event has the cost and the same token counts as the span
             call.usage = _usage(event.input_tokens, event.output_tokens, event, event.cost_usd)
         elif event.name == "claude_code.assistant_response":
-            key = event.attr("request_id") or event.record_id
+            key = keys.event_key.get(event.record_id) or event.record_id
             call = calls.get(key) or calls.setdefault(key, _LlmCall(key))
+            call.request_id = call.request_id or request_id_of(event)
             if not call.start_ns:
                 call.start_ns = call.end_ns = event.time_ns
             call.model = call.model or event.model
@@ -257,7 +271,8 @@ def _agent_step(call: _LlmCall, logged_text: bool) -> StepDraft:
         llm_calls=1,
         span_id=call.span_id,
     )
-    step.extra["request_id"] = call.key
+    if call.request_id:
+        step.extra["request_id"] = call.request_id
     if call.parent_call:
         step.extra["_parent_call"] = call.parent_call
     if call.skill:

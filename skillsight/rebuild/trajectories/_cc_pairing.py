@@ -1,0 +1,195 @@
+"""Which of Claude Code's rows describe the same model request, with or without ``request_id``.
+
+Claude Code names a model request by the API's ``request-id`` response header, on the
+``claude_code.llm_request`` span and on the ``api_request`` / ``api_error`` /
+``assistant_response`` events. Behind a gateway that does not send the header (Bedrock, Vertex,
+LLM proxies) none of them carries it, and one request would read as two: a span with no text
+and an event with no timing. What both still carry:
+
+- the agent context: an event is logged under the span active at the time, which is the
+  request span's parent (the ``interaction`` span for the main agent, the ``Agent`` call's
+  ``tool.execution`` span for a subagent), in the same trace;
+- the kind of request: ``query_source_safe`` on the span, ``query_source`` on the event
+  (``agent.custom`` vs ``agent:custom``: compared up to the first separator);
+- the order: requests of one agent context run one after the other, spans start in that order
+  and events are numbered in it (``event.sequence``);
+- the token counts, identical on the span and its ``api_request`` event.
+
+So a span and an event pair when their request ids agree; rows without an id (or all rows, when
+no id of one side matches any of the other) pair in order within their agent context and kind,
+skipping an event whose token counts disagree (an event lost or late).
+An ``assistant_response`` without a known id belongs to the request logged just before it in
+its context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from skillsight.rebuild.trajectories._rows import Event, Span
+
+__all__ = [
+    "REQUEST_EVENTS",
+    "REQUEST_SPAN",
+    "RequestKeys",
+    "pair_requests",
+    "query_kind",
+    "request_id_of",
+    "requests_logged",
+]
+
+REQUEST_SPAN = "claude_code.llm_request"
+REQUEST_EVENTS = frozenset({"claude_code.api_request", "claude_code.api_error"})
+RESPONSE_EVENT = "claude_code.assistant_response"
+_KIND = re.compile(r"[^:.]*")
+_LOOKAHEAD = 3  # events skipped at most to find a request's own (a lost or late event)
+
+
+def query_kind(source: str) -> str:
+    """``agent:custom`` and ``agent.custom`` (the span's "safe" spelling) → ``agent``."""
+    match = _KIND.match(source)
+    return match.group(0) if match else source
+
+
+def request_id_of(row: Span | Event) -> str:
+    """The API request id the row names ("" when the gateway sent none)."""
+    return row.attr("request_id") or (
+        row.attr("gen_ai.response.id") if isinstance(row, Span) else ""
+    )
+
+
+class RequestKeys:
+    """One key per model request: ``span_key[span_id]``, ``event_key[record_id]``."""
+
+    __slots__ = ("event_key", "paired_without_id", "span_key")
+
+    def __init__(self) -> None:
+        self.span_key: dict[str, str] = {}
+        self.event_key: dict[str, str] = {}
+        self.paired_without_id = 0
+        """Span/event pairs joined by context and order, not by request id."""
+
+
+def _sequence(event: Event) -> tuple[int, int, str]:
+    text = event.attr("event.sequence")
+    return (int(text) if text.isdigit() else -1, event.time_ns, event.record_id)
+
+
+def _tokens(row: Span | Event) -> tuple[int, int]:
+    return (row.input_tokens, row.output_tokens)
+
+
+def _agree(span: Span, event: Event) -> bool:
+    if event.name != "claude_code.api_request":
+        return True  # an api_error has no usage to compare
+    ours, theirs = _tokens(span), _tokens(event)
+    return ours == theirs or not any(ours) or not any(theirs)
+
+
+def _align(spans: Sequence[Span], events: Sequence[Event]) -> Iterable[tuple[Span, Event]]:
+    """Spans and events of one context and kind, in order; an event whose tokens disagree
+    with the span is skipped (looking a few ahead), a span with no agreeing event stays alone."""
+    j = 0
+    for span in spans:
+        for k in range(j, min(j + _LOOKAHEAD, len(events))):
+            if _agree(span, events[k]):
+                yield span, events[k]
+                j = k + 1
+                break
+
+
+def pair_requests(spans: Sequence[Span], events: Sequence[Event]) -> RequestKeys:
+    """Key every request span and request/response event so one request has one key."""
+    keys = RequestKeys()
+    request_spans = [s for s in spans if s.name == REQUEST_SPAN]
+    requests = [e for e in events if e.name in REQUEST_EVENTS]
+    span_ids = {request_id_of(s) for s in request_spans} - {""}
+    event_ids = {request_id_of(e) for e in requests} - {""}
+    # Ids that match somewhere are trusted: then only rows without one pair by context. Ids
+    # that never match (a proxy that rewrites one side) are ignored for pairing.
+    trusted = bool(span_ids & event_ids)
+    loose_spans: list[Span] = []
+    for span in request_spans:
+        rid = request_id_of(span)
+        keys.span_key[span.span_id] = rid or f"span:{span.span_id}"
+        if not rid or not trusted:
+            loose_spans.append(span)
+    loose_events: list[Event] = []
+    for event in requests:
+        rid = request_id_of(event)
+        keys.event_key[event.record_id] = rid or f"event:{event.record_id}"
+        if not rid or not trusted:
+            loose_events.append(event)
+    if loose_spans and loose_events:
+        _pair_loose(keys, loose_spans, loose_events)
+    _pair_responses(keys, events)
+    return keys
+
+
+def _span_group(span: Span, level: int) -> tuple[str, ...]:
+    kind = query_kind(span.attr("query_source_safe") or span.attr("query_source"))
+    return ((span.trace_id, span.parent_span_id, kind), (span.trace_id, kind), (kind,))[level]
+
+
+def _event_group(event: Event, level: int) -> tuple[str, ...]:
+    kind = query_kind(event.attr("query_source"))
+    return ((event.trace_id, event.span_id, kind), (event.trace_id, kind), (kind,))[level]
+
+
+def _pair_loose(keys: RequestKeys, spans: list[Span], events: list[Event]) -> None:
+    # Within the exact agent context first; then within the trace (a context not recognised);
+    # then within the session (events that carry no trace context at all).
+    for level in range(3):
+        span_groups: dict[tuple[str, ...], list[Span]] = {}
+        for span in spans:
+            span_groups.setdefault(_span_group(span, level), []).append(span)
+        event_groups: dict[tuple[str, ...], list[Event]] = {}
+        for event in events:
+            event_groups.setdefault(_event_group(event, level), []).append(event)
+        paired_spans: set[str] = set()
+        paired_events: set[str] = set()
+        for group, members in span_groups.items():
+            candidates = sorted(event_groups.get(group, ()), key=_sequence)
+            members.sort(key=lambda s: (s.start_ns, s.span_id))
+            for span, event in _align(members, candidates):
+                keys.event_key[event.record_id] = keys.span_key[span.span_id]
+                keys.paired_without_id += 1
+                paired_spans.add(span.span_id)
+                paired_events.add(event.record_id)
+        spans = [s for s in spans if s.span_id not in paired_spans]
+        events = [e for e in events if e.record_id not in paired_events]
+        if not spans or not events:
+            return
+
+
+def _pair_responses(keys: RequestKeys, events: Sequence[Event]) -> None:
+    """An ``assistant_response`` whose id names no request joins the request logged last
+    before it in its agent context (the CLI logs a request, then its response)."""
+    known = set(keys.event_key.values())
+    last: dict[tuple[str, str, str], str | None] = {}
+    for event in sorted(events, key=_sequence):
+        context = (event.trace_id, event.span_id, query_kind(event.attr("query_source")))
+        if event.name in REQUEST_EVENTS:
+            last[context] = keys.event_key[event.record_id]
+        elif event.name == RESPONSE_EVENT:
+            rid = request_id_of(event)
+            if rid and rid in known:
+                keys.event_key[event.record_id] = rid
+                last[context] = None
+                continue
+            owner = last.get(context)
+            keys.event_key[event.record_id] = owner or rid or f"event:{event.record_id}"
+            last[context] = None  # one response per request
+
+
+def requests_logged(spans: Sequence[Span], events: Sequence[Event]) -> bool:
+    """Every model request the spans record has its ``api_request``/``api_error`` event, paired
+    by request id or, without one, by context and order (the finalizer's completeness rule).
+    True when no request event arrived at all: such logs are not exported, or name no request."""
+    requests = [e for e in events if e.name in REQUEST_EVENTS]
+    if not requests:
+        return True
+    keys = pair_requests(spans, requests)
+    logged = {keys.event_key[e.record_id] for e in requests}
+    return all(keys.span_key[s.span_id] in logged for s in spans if s.name == REQUEST_SPAN)
