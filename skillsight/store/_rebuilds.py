@@ -44,7 +44,7 @@ WHERE project_id = {project:String}
     ) AS s ON a.session_id = s.session_id AND a.rebuilt_at = s.stamp
     ORDER BY a.started_at DESC, a.activation_id
     LIMIT 1 BY a.activation_id
-    LIMIT {limit:UInt32}
+    LIMIT {limit:UInt32} OFFSET {offset:UInt32}
   )
 ORDER BY started_at DESC, activation_id
 LIMIT 1 BY activation_id"""
@@ -94,6 +94,50 @@ FROM trajectories
 WHERE rebuilt_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND settled
 GROUP BY project_id, session_id
 ORDER BY rebuilt_us"""
+
+
+# A page of a session's ATIF steps, cut inside ClickHouse so a 10,000-step document never
+# travels whole: the top-level trajectory's steps, or an embedded subagent trajectory's
+# ({trajectory} names it), with the document's header and each subagent's id and step count.
+_TRAJECTORY_PAGE = """
+SELECT length(steps) AS total, arraySlice(steps, {offset:UInt32} + 1, {limit:UInt32}) AS page,
+       JSONExtractString(atif, 'schema_version') AS schema_version,
+       JSONExtractString(atif, 'trajectory_id') AS trajectory_id,
+       JSONExtractRaw(atif, 'agent') AS agent, JSONExtractRaw(atif, 'final_metrics') AS metrics,
+       JSONExtractRaw(atif, 'notes') AS notes,
+       arrayMap(s -> (JSONExtractString(s, 'trajectory_id'),
+                      length(JSONExtractArrayRaw(s, 'steps'))), subagents) AS subagent_steps,
+       length(atif) AS bytes
+FROM (
+    SELECT atif, JSONExtractArrayRaw(atif, 'subagent_trajectories') AS subagents,
+           if({trajectory:String} = '' OR {trajectory:String} = JSONExtractString(atif,
+                                                                           'trajectory_id'),
+              JSONExtractArrayRaw(atif, 'steps'),
+              JSONExtractArrayRaw(
+                  arrayFirst(s -> JSONExtractString(s, 'trajectory_id') = {trajectory:String},
+                             subagents),
+                  'steps')) AS steps
+    FROM trajectories
+    WHERE project_id = {project:String} AND session_id = {session:String}
+    ORDER BY rebuilt_at DESC
+    LIMIT 1
+)"""
+
+
+class TrajectoryPage(NamedTuple):
+    """Some steps of a stored ATIF document (JSON texts), with what surrounds them."""
+
+    total: int
+    """steps in the trajectory the page is of"""
+    steps: list[str]
+    schema_version: str
+    trajectory_id: str
+    agent: str
+    final_metrics: str
+    notes: str
+    subagents: list[tuple[str, int]]
+    """each embedded subagent trajectory's id and step count"""
+    document_bytes: int
 
 
 class RebuiltSession(NamedTuple):
@@ -177,14 +221,17 @@ class Activations:
         session_id: str = "",
         since: datetime | None = None,
         limit: int = 100,
+        offset: int = 0,
     ) -> list[Activation]:
-        """Current activations of a project, newest first; ``since`` bounds their start."""
+        """Current activations of a project, newest first; ``since`` bounds their start;
+        ``offset`` skips that many (pages)."""
         params = {
             "project": project_id,
             "skill": skill,
             "session": session_id,
             "since": micros(since),
             "limit": limit,
+            "offset": offset,
         }
         found = self._store.query(_LIST_ACTIVATIONS, params)
         return [Activation.model_validate_json(row["record"]) for row in found]
@@ -204,3 +251,37 @@ class Trajectories:
         """The session's current ATIF document, as JSON text (None when never rebuilt)."""
         found = self._store.query(_GET_TRAJECTORY, {"project": project_id, "session": session_id})
         return str(found[0]["atif"]) if found else None
+
+    def page(
+        self,
+        project_id: str,
+        session_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        trajectory_id: str = "",
+    ) -> TrajectoryPage | None:
+        """Steps ``offset``.. of the session's current trajectory (or of its embedded subagent
+        trajectory ``trajectory_id``), cut inside ClickHouse; None when never rebuilt."""
+        params = {
+            "project": project_id,
+            "session": session_id,
+            "offset": offset,
+            "limit": limit,
+            "trajectory": trajectory_id,
+        }
+        found = self._store.query(_TRAJECTORY_PAGE, params)
+        if not found:
+            return None
+        row = found[0]
+        return TrajectoryPage(
+            total=int(row["total"]),
+            steps=[str(step) for step in row["page"]],
+            schema_version=str(row["schema_version"]),
+            trajectory_id=str(row["trajectory_id"]),
+            agent=str(row["agent"]),
+            final_metrics=str(row["metrics"]),
+            notes=str(row["notes"]),
+            subagents=[(str(t), int(n)) for t, n in row["subagent_steps"]],
+            document_bytes=int(row["bytes"]),
+        )

@@ -68,6 +68,7 @@ _SCORE_AGGREGATES = """
 SCORECARD_VERSIONS = 3
 SCORECARD_BY_VERSION = 1
 SCORECARD_TREND = 4
+SCORECARD_VERSION_TREND = 0
 SCORECARD = f"""
 SELECT grouping(skill_version, evaluator, day) AS grouping_set,
        skill_version, evaluator, toString(toDate(started_at)) AS day,
@@ -75,9 +76,11 @@ SELECT grouping(skill_version, evaluator, day) AS grouping_set,
        toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
        toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
 FROM ({_SKILL_EVALUATIONS})
-GROUP BY GROUPING SETS ((skill_version), (skill_version, evaluator), (day, evaluator))
-ORDER BY grouping_set, day, if(grouping_set = {SCORECARD_TREND}, 0, last_started_us) DESC,
-         skill_version, evaluator"""
+GROUP BY GROUPING SETS ((skill_version), (skill_version, evaluator), (day, evaluator),
+                        (day, skill_version, evaluator))
+ORDER BY grouping_set, day,
+         if(grouping_set IN ({SCORECARD_TREND}, {SCORECARD_VERSION_TREND}), 0, last_started_us)
+         DESC, skill_version, evaluator"""
 
 # The current evaluations of a skill scoring below a bound (the gate's failing activations),
 # newest activation first, without their texts: EVALUATION_TEXTS reads those for the few rows
@@ -103,11 +106,77 @@ WHERE project_id = {project:String} AND skill_name = {skill:String}
   AND activation_id IN {activations:Array(String)}
 LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
 
+# Every skill of a project that ran since a moment (the web UI's skills page), in one pass over
+# the current rows: per skill (activations, failing ones, first and last start), per skill and
+# evaluator (the scores), per skill and UTC day (activations, failing ones). Activations are the
+# left side, so one nobody scored is counted (its evaluator column is '').
+_PROJECT_ACTIVATIONS = """
+    SELECT a.skill_name AS skill_name, a.activation_id AS activation_id,
+           a.started_at AS started_at, e.evaluator AS evaluator, e.score AS score,
+           e.passed AS passed, e.label AS label, ifNull(e.passed = false, false) AS failed
+    FROM (
+        SELECT skill_name, activation_id, started_at FROM activations
+        WHERE project_id = {project:String}
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+        ORDER BY skill_name, started_at, activation_id, rebuilt_at DESC
+        LIMIT 1 BY activation_id
+    ) AS a
+    LEFT JOIN (
+        SELECT activation_id, evaluator, score, passed, label
+        FROM evaluations
+        WHERE project_id = {project:String}
+          AND ({since:Int64} = 0 OR activation_id IN (
+            SELECT activation_id FROM activations
+            WHERE project_id = {project:String}
+              AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')))
+        ORDER BY skill_name, activation_id, evaluator, evaluated_at DESC
+        LIMIT 1 BY activation_id, evaluator
+    ) AS e ON a.activation_id = e.activation_id"""
+
+OVERVIEW_SKILLS = 3
+OVERVIEW_EVALUATORS = 1
+OVERVIEW_DAYS = 2
+_OVERVIEW = f"""
+SELECT grouping(skill_name, evaluator, day) AS grouping_set,
+       skill_name, evaluator, toString(toDate(started_at)) AS day,
+       if(grouping_set = {OVERVIEW_EVALUATORS}, count(), uniqExact(activation_id)) AS activations,
+       uniqExactIf(activation_id, failed) AS failing,
+       toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
+       toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
+FROM ({_PROJECT_ACTIVATIONS})
+GROUP BY GROUPING SETS ((skill_name), (skill_name, evaluator), (skill_name, day))
+ORDER BY grouping_set, skill_name, day, evaluator"""
+_OVERVIEW_SETS = {
+    OVERVIEW_SKILLS: "skills",
+    OVERVIEW_EVALUATORS: "evaluators",
+    OVERVIEW_DAYS: "days",
+}
+
+# What a skill's activations cost per UTC day and skill version (the newest rebuild of each):
+# the web UI's cost, token and duration lines.
+_SKILL_USAGE = """
+SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations,
+       sum(cost_usd) AS cost_usd,
+       sum(input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens) AS tokens,
+       sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls
+FROM (
+    SELECT activation_id, skill_version, started_at, cost_usd, input_tokens, output_tokens,
+           cache_read_tokens, cache_creation_tokens, duration_ms, tool_call_count
+    FROM activations
+    WHERE project_id = {project:String} AND skill_name = {skill:String}
+      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+    ORDER BY started_at, activation_id, rebuilt_at DESC
+    LIMIT 1 BY activation_id
+)
+GROUP BY day, skill_version
+ORDER BY day, skill_version"""
+
 # Which part of a scorecard each grouping set of SCORECARD is, and its columns.
 _SCORECARD_SETS = {
     SCORECARD_VERSIONS: "versions",
     SCORECARD_BY_VERSION: "by_version",
     SCORECARD_TREND: "trend",
+    SCORECARD_VERSION_TREND: "version_trend",
 }
 _AGGREGATES = ("evaluations", "scored", "not_evaluated", "passed", "mean_score", "min_score")
 _SCORECARD_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -121,6 +190,7 @@ _SCORECARD_COLUMNS: dict[str, tuple[str, ...]] = {
         *_AGGREGATES,
     ),
     "trend": ("day", "evaluator", "activations", *_AGGREGATES),
+    "version_trend": ("day", "skill_version", "evaluator", "activations", *_AGGREGATES),
 }
 # Columns of an evaluations_below row, before and after its texts.
 _BELOW_HEAD: tuple[str, ...] = (
@@ -149,14 +219,42 @@ class Scorecards:
         self, project_id: str, skill: str, *, version: str = "", since: datetime | None = None
     ) -> dict[str, list[dict[str, Any]]]:
         """A skill's scores aggregated in ClickHouse: ``versions`` (activations per skill
-        version), ``by_version`` (per version and evaluator) and ``trend`` (per UTC day and
-        evaluator), over activations started since ``since``; each count/pass/mean/min."""
+        version), ``by_version`` (per version and evaluator), ``trend`` (per UTC day and
+        evaluator) and ``version_trend`` (per UTC day, version and evaluator: the web UI's
+        per-version lines), over activations started since ``since``; each
+        count/pass/mean/min."""
         params = {"project": project_id, "skill": skill, "version": version, "since": micros(since)}
-        out: dict[str, list[dict[str, Any]]] = {"versions": [], "by_version": [], "trend": []}
+        out: dict[str, list[dict[str, Any]]] = {
+            "versions": [],
+            "by_version": [],
+            "trend": [],
+            "version_trend": [],
+        }
         for row in self._store.query(SCORECARD, params):
             kind = _SCORECARD_SETS[int(row["grouping_set"])]
             out[kind].append({column: row[column] for column in _SCORECARD_COLUMNS[kind]})
         return out
+
+    def overview(
+        self, project_id: str, *, since: datetime | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every skill that ran since ``since``: ``skills`` (activations, failing ones, first and
+        last start), ``evaluators`` (per skill and evaluator: count/pass/mean/min; the
+        evaluator '' counts activations nobody scored) and ``days`` (per skill and UTC day:
+        activations and failing ones)."""
+        params = {"project": project_id, "since": micros(since)}
+        out: dict[str, list[dict[str, Any]]] = {"skills": [], "evaluators": [], "days": []}
+        for row in self._store.query(_OVERVIEW, params):
+            out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
+        return out
+
+    def usage(
+        self, project_id: str, skill: str, *, since: datetime | None = None
+    ) -> list[dict[str, Any]]:
+        """Per UTC day and skill version: activations and the sums of their cost (USD),
+        tokens (input, output and cache), duration (ms) and internal tool calls."""
+        params = {"project": project_id, "skill": skill, "since": micros(since)}
+        return self._store.query(_SKILL_USAGE, params)
 
     def below(
         self,
