@@ -60,6 +60,12 @@ class Settings:
     clickhouse_url: str = _setting(
         "", "str", "ClickHouse server, clickhouse://user:pass@host:8123/db; empty = embedded chdb"
     )
+    clickhouse_cluster: str = _setting(
+        "",
+        "str",
+        "ClickHouse cluster (a remote_servers name): replicated, sharded tables, DDL ON CLUSTER; "
+        "empty = one server",
+    )
     host: str = _setting(
         "", "str", "interface to bind; empty = 127.0.0.1 without API keys, 0.0.0.0 with them"
     )
@@ -174,6 +180,12 @@ class Settings:
         0, "int", "this scheduler's share of activations, 0..eval_workers-1 (by id hash)"
     )
     eval_workers: int = _setting(1, "int", "schedulers splitting the activations between them")
+    worker_index: int = _setting(
+        0, "int", "this worker's share: sessions it rebuilds (activations, evaluate-only), 0..N-1"
+    )
+    workers: int = _setting(
+        1, "int", "worker processes splitting the work by hash (every worker must agree on it)"
+    )
     eval_warm_up: bool = _setting(
         True, "bool", "skillsight serve loads the embedding model at start, not at the first score"
     )
@@ -233,6 +245,15 @@ class Settings:
         for name in ("eval_concurrency", "eval_queue_max", "eval_retries", "eval_workers"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
+        if self.workers <= 0 or not 0 <= self.worker_index < self.workers:
+            raise ConfigError(
+                f"worker_index={self.worker_index} must be in 0..{self.workers - 1} "
+                "(SKILLSIGHT_WORKER_INDEX, SKILLSIGHT_WORKERS)"
+            )
+        if self.clickhouse_cluster and not self.clickhouse_url:
+            raise ConfigError(
+                "clickhouse_cluster needs a ClickHouse server: set SKILLSIGHT_CLICKHOUSE_URL too"
+            )
         if not 0 <= self.eval_worker_index < self.eval_workers:
             raise ConfigError(
                 f"eval_worker_index={self.eval_worker_index} must be in 0..{self.eval_workers - 1}"

@@ -67,15 +67,38 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            help="What this process runs: all, collector (OTLP in), worker (rebuild and "
+            "evaluation), api (reads), rebuild or evaluate. Roles other than all need "
+            "--clickhouse. Every role serves /healthz, /readyz, /livez and /metrics.",
+        ),
+    ] = "all",
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            help="This worker's share of the work, INDEX/COUNT "
+            "[env SKILLSIGHT_WORKER_INDEX, SKILLSIGHT_WORKERS].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Run the collector and API (embedded store unless --clickhouse is given).
+    """Run the collector and API (embedded store unless --clickhouse is given), or one role
+    of a scaled-out set-up (deploy/, docs/operations.md).
 
     Example: skillsight serve --data ./skillsight-data --skills ./.claude/skills
+
+    Example: skillsight serve --role worker --shard 0/3 --clickhouse clickhouse://ch:8123/db
     """
     from skillsight.api import Endpoints
     from skillsight.api import serve as run
+    from skillsight.runtime import parse_shard, role_named
 
     try:
+        share = parse_shard(shard) if shard else (None, None)
         settings = load_settings(
             data=data,
             clickhouse=clickhouse,
@@ -83,23 +106,35 @@ def serve(
             otlp_grpc_port=otlp_grpc_port,
             port=port,
             skills_dirs=os.pathsep.join(str(p) for p in skills) if skills else None,
+            worker_index=share[0],
+            workers=share[1],
         )
+        chosen = role_named(role)
+        if chosen.name != "all" and not settings.clickhouse_url:
+            raise fail(
+                f"--role {chosen.name} shares its store with other processes: give "
+                "--clickhouse URL (the embedded store belongs to one process)"
+            )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
 
     def ready(endpoints: Endpoints) -> None:
         store = settings.clickhouse_url or f"embedded ({settings.data_dir})"
-        console.print(f"[bold green]skillsight serving[/] store: {store}", highlight=False)
+        console.print(
+            f"[bold green]skillsight serving[/] role: {chosen.name}, store: {store}",
+            highlight=False,
+        )
         console.print(
             f"  API + UI    {endpoints.api}  (OpenAPI at {endpoints.api}/docs)", highlight=False
         )
-        console.print(f"  OTLP/HTTP   {endpoints.otlp_http}", highlight=False)
-        console.print(f"  OTLP/gRPC   {endpoints.otlp_grpc}", highlight=False)
+        if endpoints.otlp_http:
+            console.print(f"  OTLP/HTTP   {endpoints.otlp_http}", highlight=False)
+            console.print(f"  OTLP/gRPC   {endpoints.otlp_grpc}", highlight=False)
         # one machine-readable line for scripts and tests
         print("SKILLSIGHT_READY " + json.dumps(endpoints.__dict__), flush=True)
 
     try:
-        asyncio.run(run(settings, on_ready=ready))
+        asyncio.run(run(settings, role=chosen, on_ready=ready))
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     except OSError as exc:
@@ -318,6 +353,39 @@ def rebuild(
     )
     if failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def migrate(
+    data: DataOpt = None,
+    clickhouse: ClickhouseOpt = None,
+) -> None:
+    """Bring the store's schema up to date and exit (on a cluster, SKILLSIGHT_CLICKHOUSE_CLUSTER:
+    ON CLUSTER, recorded once). Every process also migrates at start; run this first on
+    upgrades so the roles roll out onto the new schema (docs/operations.md).
+
+    Example: skillsight migrate --clickhouse clickhouse://user:pass@ch:8123/skillsight
+    """
+    from skillsight.store import open_store
+
+    try:
+        settings = load_settings(data=data, clickhouse=clickhouse)
+        store = open_store(settings, migrate=False)
+    except SkillsightError as exc:
+        raise fail(explain_store_error(exc, settings if "settings" in locals() else None)) from exc
+    try:
+        applied = store.migrate()
+        store.set_retention(settings.retention_days)
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        store.close()
+    where = f"cluster {settings.clickhouse_cluster}" if settings.clickhouse_cluster else "store"
+    console.print(
+        f"schema up to date on the {where}: applied {len(applied)} migrations"
+        + (f" ({', '.join(applied)})" if applied else ""),
+        highlight=False,
+    )
 
 
 @app.command()

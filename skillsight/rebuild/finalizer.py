@@ -202,9 +202,20 @@ class Finalizer:
         caught_up = self.commits is None or self._commits_seen == self.commits()
         return caught_up and not self.pending and not self._catching_up
 
+    def lag_s(self) -> float:
+        """How far rebuilding is behind: the seconds since the newest row of the session that
+        has waited longest to be rebuilt (store clock, quiet period and waits for missing
+        parents included); 0 when none waits. Sessions rebuilt and waiting to settle do not
+        count: they wait on their agent."""
+        waiting = [p.last_ingested_us for p in self._pending.values() if not p.unsettled]
+        if not waiting:
+            return 0.0
+        return max(0.0, (time.time_ns() // 1000 - min(waiting)) / 1e6)
+
     def health(self) -> dict[str, object]:
         return {
             "idle": self.idle,
+            "lag_s": round(self.lag_s(), 3),
             "pending_sessions": self.pending,
             "incomplete_sessions": self.stats.incomplete_sessions,
             "unsettled_sessions": self.unsettled,

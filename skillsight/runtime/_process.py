@@ -23,7 +23,7 @@ async def run_services(
     settings: Settings,
     *,
     role: Role | str,
-    shard: tuple[int, int] = (0, 1),
+    shard: tuple[int, int] | None = None,
     on_ready: Callable[[Services], None] | None = None,
     stop: asyncio.Event | None = None,
 ) -> Services:

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import ConfigError
@@ -96,16 +96,19 @@ async def build_services(
     store: Store | None = None,
     scheduler: EvaluationScheduler | None = None,
     rebuild: RebuildFn | None = None,
-    shard: tuple[int, int] = (0, 1),
+    shard: tuple[int, int] | None = None,
     warm_up: bool = False,
 ) -> AsyncIterator[Services]:
     """Open the role's services, run them while the block runs, and stop them in order.
 
     ``store`` (given: left open) and ``scheduler`` replace the ones the settings would build;
-    ``rebuild`` replaces the rebuild algorithm; ``shard`` is this process's share of sessions
-    (INDEX, COUNT); ``warm_up`` loads the embedding model at start (long-running processes).
+    ``rebuild`` replaces the rebuild algorithm; ``shard`` is this process's share of the work
+    (INDEX, COUNT; default ``SKILLSIGHT_WORKER_INDEX`` of ``SKILLSIGHT_WORKERS``): the sessions
+    it rebuilds, or, in a process that evaluates without rebuilding, the activations it scores;
+    ``warm_up`` loads the embedding model at start (long-running processes).
     """
     role = role_named(role) if isinstance(role, str) else role
+    shard = shard or (settings.worker_index, settings.workers)
     async with AsyncExitStack() as stack:
         if store is None:
             store = await asyncio.to_thread(open_store, settings)
@@ -120,7 +123,9 @@ async def build_services(
         rebuilding = role.rebuild and settings.rebuild_enabled
         # a process that rebuilds scores what it rebuilt; one that does not polls the store
         if role.evaluate and settings.eval_enabled and (rebuilding or not role.rebuild):
-            services.scheduler = scheduler or build_scheduler(store, settings, warm_up=warm_up)
+            services.scheduler = scheduler or build_scheduler(
+                store, _scoring_share(settings, shard, rebuilding), warm_up=warm_up
+            )
             await stack.enter_async_context(services.scheduler)
         if role.ingest:
             services.collector = Collector(store, settings)
@@ -140,6 +145,17 @@ async def build_services(
         if services.collector is not None:
             await stack.enter_async_context(services.collector)
         yield services
+
+
+def _scoring_share(settings: Settings, shard: tuple[int, int], rebuilding: bool) -> Settings:
+    """The settings the scheduler is built from. Beside a finalizer it scores every activation
+    its finalizer rebuilt (its share of sessions is the share); alone, it takes the worker's
+    share of activations, by id hash, unless ``eval_workers`` says otherwise."""
+    if rebuilding:
+        return replace(settings, eval_worker_index=0, eval_workers=1)
+    if shard[1] > 1:
+        return replace(settings, eval_worker_index=shard[0], eval_workers=shard[1])
+    return settings
 
 
 def _finalizer(

@@ -21,7 +21,7 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
     """Open the store the settings name and bring its schema up to date."""
     store: Store
     if settings.clickhouse_url:
-        store = ServerStore(settings.clickhouse_url)
+        store = ServerStore(settings.clickhouse_url, cluster=settings.clickhouse_cluster)
     else:
         store = EmbeddedStore(settings.data_dir)
     if migrate:

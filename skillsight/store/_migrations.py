@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from skillsight.errors import MigrationError
 
 if TYPE_CHECKING:
+    from skillsight.store._cluster_ddl import ClusterSchema
     from skillsight.store._store import Store
 
 log = logging.getLogger(__name__)
@@ -17,13 +18,18 @@ log = logging.getLogger(__name__)
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
-def migrate(store: Store) -> list[str]:
-    """Apply numbered migrations not yet recorded; return the names applied now."""
-    store.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, "
-        "applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
-        "ENGINE = ReplacingMergeTree ORDER BY version"
-    )
+def migrate(store: Store, cluster: ClusterSchema | None = None) -> list[str]:
+    """Apply numbered migrations not yet recorded; return the names applied now. On a cluster,
+    each statement is applied in its cluster form, ``ON CLUSTER`` (:mod:`._cluster_ddl`)."""
+    if cluster is not None:
+        store.execute(cluster.create_database())
+        store.execute(cluster.migrations_table())
+    else:
+        store.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, "
+            "applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
+            "ENGINE = ReplacingMergeTree ORDER BY version"
+        )
     done = {int(r["version"]) for r in store.query("SELECT version FROM schema_migrations")}
     applied: list[str] = []
     for version, name, sql in migrations():
@@ -31,7 +37,8 @@ def migrate(store: Store) -> list[str]:
             continue
         try:
             for statement in statements(sql):
-                store.execute(statement)
+                for executed in cluster.statements(statement) if cluster else [statement]:
+                    store.execute(executed)
         except Exception as exc:
             raise MigrationError(f"migration {name} failed: {exc}") from exc
         store.execute(
@@ -43,10 +50,12 @@ def migrate(store: Store) -> list[str]:
     return applied
 
 
-def set_retention(store: Store, days: int) -> None:
+def set_retention(store: Store, days: int, cluster: ClusterSchema | None = None) -> None:
     """Keep spans and events ``days`` days (0 = forever)."""
     for table, column in (("spans", "start_time"), ("events", "timestamp")):
-        if days > 0:
+        if cluster is not None:
+            _set_cluster_retention(store, cluster, table, column, days)
+        elif days > 0:
             ttl = f"toDateTime({column}) + INTERVAL {int(days)} DAY"
             store.execute(f"ALTER TABLE {table} MODIFY TTL {ttl}")
         else:
@@ -54,6 +63,25 @@ def set_retention(store: Store, days: int) -> None:
                 store.execute(f"ALTER TABLE {table} REMOVE TTL")
             except Exception:  # REMOVE TTL on a table that has none is an error in ClickHouse
                 log.debug("no TTL to remove on %s", table)
+
+
+def _set_cluster_retention(
+    store: Store, cluster: ClusterSchema, table: str, column: str, days: int
+) -> None:
+    """An ``ON CLUSTER`` ALTER only when the TTL differs: every process checks at start, and
+    each such ALTER is a task for every node."""
+    found = store.query(
+        "SELECT create_table_query AS ddl FROM system.tables "
+        "WHERE database = {db:String} AND name = {name:String}",
+        {"db": cluster.database, "name": f"{table}_local"},
+    )
+    ddl = str(found[0]["ddl"]) if found else ""
+    if days > 0:
+        if f" TTL toDateTime({column}) + toIntervalDay({int(days)})" not in ddl:
+            ttl = f"toDateTime({column}) + INTERVAL {int(days)} DAY"
+            store.execute(cluster.retention(table, ttl))
+    elif " TTL " in ddl:
+        store.execute(cluster.retention(table, None))
 
 
 def migrations() -> list[tuple[int, str, str]]:

@@ -14,6 +14,8 @@ import pyarrow as pa
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from skillsight.errors import ConfigError, StoreError
+from skillsight.store import _migrations
+from skillsight.store._cluster_ddl import ClusterSchema
 from skillsight.store._sql import READ_SETTINGS
 from skillsight.store._store import Store
 
@@ -32,6 +34,15 @@ _STR_OPTIONS = {"ca_cert", "client_cert", "client_cert_key", "compress", "server
 # an INSERT ... SELECT run it synchronously instead, and waiting keeps both paths equivalent:
 # the rows are committed when the call returns.
 _INSERT_SETTINGS: Mapping[str, Any] = {"async_insert": 1, "wait_for_async_insert": 1}
+
+# On a cluster (the repositories read and write its Distributed tables): a subquery or join over
+# another Distributed table runs once on the node asked and its result goes to the shards
+# (GLOBAL IN / GLOBAL JOIN; the default refuses such "double-distributed" queries), and an
+# insert answers only once every shard holds its rows, so an acknowledged row is readable.
+_CLUSTER_SETTINGS: Mapping[str, str] = {
+    "distributed_product_mode": "global",
+    "distributed_foreground_insert": "1",
+}
 
 # The format ClickHouse reads the streamed batch in; the body is an Arrow IPC stream.
 _BATCH_FORMAT = "ArrowStream"
@@ -152,10 +163,13 @@ class ServerStore(Store):
 
     kind = "server"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, cluster: str = "") -> None:
+        """``cluster``: the name of a cluster in the server's ``remote_servers``, for the
+        replicated, sharded schema (:mod:`._cluster_ddl`); empty for a single server."""
         super().__init__()
         self.address = ServerAddress.parse(url)
-        self._settings = dict(self.address.settings)
+        self.cluster = ClusterSchema(cluster, self.address.database) if cluster else None
+        self._settings = {**(_CLUSTER_SETTINGS if cluster else {}), **self.address.settings}
         where = self.address.redacted()
         with _translated(f"cannot connect to ClickHouse at {where}"):
             # No database yet: the one named in the URL may not exist, and a request naming a
@@ -187,6 +201,12 @@ class ServerStore(Store):
             if not exists:
                 self._client.command(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
         self._client.database = database
+
+    def migrate(self) -> list[str]:
+        return _migrations.migrate(self, self.cluster)
+
+    def set_retention(self, days: int) -> None:
+        _migrations.set_retention(self, days, self.cluster)
 
     def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> None:
         with _translated("statement failed"):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from skillsight.api._routes import activations, health, skills, telemetry
+from skillsight.api._routes import activations, health, metrics, probes, skills, telemetry
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
+    probes.router,
+    metrics.router,
     telemetry.router,
     skills.router,
     activations.router,

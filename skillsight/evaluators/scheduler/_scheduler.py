@@ -170,6 +170,8 @@ class EvaluationScheduler:
         # many rebuilds are on their way. Scores of an older rebuild are never written after
         # a newer one arrived, so the last word on an activation is its latest rebuild's.
         self._newest: dict[tuple[str, str], tuple[str, int]] = {}
+        # Rebuild stamps of the sessions queued or being scored, for lag_s().
+        self._waiting: dict[int, int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -217,6 +219,7 @@ class EvaluationScheduler:
         for key, rebuilt_at in self._sessions_of(item).items():
             newest, pending = self._newest.get(key, ("", 0))
             self._newest[key] = (max(newest, rebuilt_at), pending + 1)
+        self._waiting[id(item)] = item.rebuilt_at_us or time.time_ns() // 1000
         await self._queue.put(item)
 
     @staticmethod
@@ -228,6 +231,7 @@ class EvaluationScheduler:
         return activation.rebuilt_at < newest
 
     def _done(self, item: ActivationsReady) -> None:
+        self._waiting.pop(id(item), None)
         for key in self._sessions_of(item):
             newest, pending = self._newest.get(key, ("", 1))
             if pending <= 1:
@@ -240,6 +244,18 @@ class EvaluationScheduler:
         """Nothing queued and nothing being scored."""
         return self._queue.empty() and self._busy == 0
 
+    @property
+    def queued(self) -> int:
+        """Sessions waiting to be scored."""
+        return self._queue.qsize()
+
+    def lag_s(self) -> float:
+        """How far scoring is behind: seconds since the oldest rebuild still queued or being
+        scored was stored; 0 when nothing waits."""
+        if not self._waiting:
+            return 0.0
+        return max(0.0, (time.time_ns() // 1000 - min(self._waiting.values())) / 1e6)
+
     def health(self) -> dict[str, object]:
         s = self.stats
         return {
@@ -248,6 +264,7 @@ class EvaluationScheduler:
             "evaluators": list(self.policies),
             "worker": list(self.worker),
             "queued_sessions": self._queue.qsize(),
+            "lag_s": round(self.lag_s(), 3),
             "sessions_received": s.sessions_received,
             "sessions_scored": s.sessions_scored,
             "activations_received": s.activations_received,
