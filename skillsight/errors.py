@@ -9,7 +9,9 @@
     │   ├── PayloadTooLarge  the body, or its decompressed size, is past the limit (413)
     │   └── Overloaded       the write queue is full; retry later (429/503, RESOURCE_EXHAUSTED)
     ├── SkillError           a skill folder or its SKILL.md cannot be read as a skill
-    └── EvaluatorError       an evaluator cannot run (unknown name, its model is not installed)
+    ├── EvaluatorError       an evaluator cannot run (unknown name, its model is not installed)
+    ├── GoldenSetError       a golden set, a case or a file of cases is malformed or missing
+    └── RerunError           a paired rerun cannot run (its agent, workspace or skill)
 
 Errors of dependencies (chdb, clickhouse-connect, protobuf, grpc) are translated into these at the
 boundary with ``raise ... from exc`` so callers never see a third-party exception type.
@@ -60,3 +62,11 @@ class SkillError(SkillsightError):
 
 class EvaluatorError(SkillsightError):
     """An evaluator cannot run: an unknown name, or a model it needs is not installed."""
+
+
+class GoldenSetError(SkillsightError):
+    """A golden set, one of its cases, or a file of cases is malformed or missing."""
+
+
+class RerunError(SkillsightError):
+    """A paired rerun cannot run: its agent command, a workspace, or the skill is unusable."""

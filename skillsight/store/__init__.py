@@ -8,8 +8,10 @@ from skillsight.store._clusters import ClusterRow, MemberRow, OnlineCounts, RunR
 from skillsight.store._embedded import EmbeddedStore
 from skillsight.store._evaluations import EvaluationRow
 from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
+from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
 from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
 from skillsight.store._rebuilds import RebuiltSession
+from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
 from skillsight.store._server import ServerAddress, ServerStore
 from skillsight.store._sessions import SessionRows, TouchedSession
 from skillsight.store._skills import SkillEntry
@@ -31,16 +33,21 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 
 __all__ = [
+    "METRIC_COLUMNS",
     "ClusterRow",
     "EmbeddedStore",
     "EvaluationRow",
     "EventRow",
     "FailedSince",
     "FailingEvaluation",
+    "GoldenCaseRow",
+    "GoldenSetRow",
     "MemberRow",
     "OnlineCounts",
     "RebuildResult",
     "RebuiltSession",
+    "RerunRow",
+    "RunResultRow",
     "RunRow",
     "ServerAddress",
     "ServerStore",
@@ -51,6 +58,7 @@ __all__ = [
     "StatusRow",
     "Store",
     "StoredFailure",
+    "TaggedSession",
     "TouchedSession",
     "open_store",
     "stamp_iso",

@@ -60,6 +60,10 @@ SHARDING_KEYS: dict[str, str] = {
     "cluster_status": "cityHash64(project_id, cluster_id)",
     "cluster_runs": "cityHash64(project_id, run_id)",
     "ingest_dead_letters": "cityHash64(project_id, item_id)",
+    "golden_sets": "cityHash64(project_id, set_id)",
+    "golden_cases": "cityHash64(project_id, set_id)",
+    "runs": "cityHash64(project_id, run_id)",
+    "run_results": "cityHash64(project_id, run_id)",
 }
 
 LOCAL_SUFFIX = "_local"

@@ -17,6 +17,8 @@ table it reads or writes, shared by both transports:
 ``scorecards``     per-skill aggregates and the gate's rows (:mod:`._scorecards`)
 ``failures``       which activations fail, their failure texts and vectors (:mod:`._failures`)
 ``clusters``       failure clusters, members, status log and runs (:mod:`._clusters`)
+``goldens``        golden sets, a version at a time, and their cases (:mod:`._goldens`)
+``runs``           paired reruns, their per-attempt results and tagged sessions (:mod:`._runs`)
 =================  ==========================================================================
 """
 
@@ -33,7 +35,9 @@ from skillsight.store import _migrations
 from skillsight.store._clusters import Clusters
 from skillsight.store._evaluations import Evaluations
 from skillsight.store._failures import Failures
+from skillsight.store._goldens import GoldenSets
 from skillsight.store._rebuilds import Activations, Rebuilds, Trajectories
+from skillsight.store._runs import Runs
 from skillsight.store._scorecards import Scorecards
 from skillsight.store._sessions import Sessions
 from skillsight.store._skills import Skills
@@ -57,6 +61,8 @@ class Store(ABC):
         self.scorecards = Scorecards(self)
         self.failures = Failures(self)
         self.clusters = Clusters(self)
+        self.goldens = GoldenSets(self)
+        self.runs = Runs(self)
 
     # -- the transport ---------------------------------------------------------------------
 
