@@ -90,3 +90,15 @@ SKILLSIGHT_SOURCE_SPAN_DATA: Final = "skillsight.source.span_data"
 """JSON of the instrumented SDK's data for a span kept as is."""
 SKILLSIGHT_ACTIVATION_CALL_ID: Final = "skillsight.activation.call_id"
 """The tool call that started an activation (the ``Skill``/``Read``/``load_skill`` call), if any."""
+
+# --- resource attributes of a paired rerun's agent process (skillsight rerun) -----------------
+# Every agent a rerun starts gets these through OTEL_RESOURCE_ATTRIBUTES, so its telemetry flows
+# through the collector like live traffic and the rerun finds the sessions it produced.
+SKILLSIGHT_RERUN_ID: Final = "skillsight.rerun.id"
+SKILLSIGHT_RERUN_CASE: Final = "skillsight.rerun.case"
+SKILLSIGHT_RERUN_CONDITION: Final = "skillsight.rerun.condition"
+"""``with_skill`` or ``baseline``."""
+SKILLSIGHT_RERUN_ATTEMPT: Final = "skillsight.rerun.attempt"
+SKILLSIGHT_RERUN_KEY: Final = "skillsight.rerun.key"
+"""Unique per launch of an attempt: a resumed run's retry of an attempt killed midway does not
+pick up the killed launch's sessions."""
