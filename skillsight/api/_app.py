@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from skillsight.api._routes import ROUTERS
+from skillsight.api.ui import install_ui
 from skillsight.config import Settings
 from skillsight.ingest.collector import Collector
 from skillsight.ingest.receivers import otlp_http_routes
@@ -48,6 +49,7 @@ def create_app(
     )
     for router in ROUTERS:
         app.include_router(router)
+    install_ui(app)  # the web UI's pages at /, its assets under /ui/static
 
     def collector() -> Collector | None:
         running: Services | None = getattr(app.state, "services", None)
