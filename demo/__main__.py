@@ -188,9 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "Point any agent at it: OTEL_EXPORTER_OTLP_ENDPOINT="
             f"{endpoints['otlp_http']} (Claude Code: see README)."
         )
+        if not args.once:
+            console.print("[dim]Ctrl-C stops the service.[/]")
+        # the last line: where to look
+        console.print(
+            f"\n[bold green]open {endpoints['api']}/[/]   the web UI: failure clusters, "
+            "skills, activation timelines",
+            highlight=False,
+        )
         if args.once:
             return 0 if spans and events and activations else 1
-        console.print("[dim]Ctrl-C stops the service.[/]")
         proc.wait()
         return 0
     except KeyboardInterrupt:
