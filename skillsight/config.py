@@ -189,6 +189,36 @@ class Settings:
     eval_warm_up: bool = _setting(
         True, "bool", "skillsight serve loads the embedding model at start, not at the first score"
     )
+    # Failure clusters (docs/clusters.md); checked at start-up by skillsight.clustering.
+    cluster_enabled: bool = _setting(
+        True, "bool", "cluster failing activations: runs on a schedule, new failures joined at once"
+    )
+    cluster_window_days: int = _setting(14, "int", "a run clusters failures of this many days")
+    cluster_interval_s: float = _setting(
+        900.0, "float", "re-cluster a project once its latest run is this old (0 = on demand only)"
+    )
+    cluster_min_size: int = _setting(5, "int", "fewest failures HDBSCAN makes a cluster of")
+    cluster_reduce_to: int = _setting(
+        32, "int", "PCA dimensions before HDBSCAN (0 = cluster the full vectors)"
+    )
+    cluster_merge_similarity: float = _setting(
+        0.85, "float", "clusters whose centroids' cosine reaches this are merged (0 = never)"
+    )
+    cluster_cause_weight: float = _setting(
+        0.5, "float", "weight of the failing evaluators and finding kinds beside the text vector"
+    )
+    cluster_assign_max_distance: float = _setting(
+        0.15, "float", "a new failure joins the nearest cluster within this cosine distance"
+    )
+    cluster_assign_poll_s: float = _setting(
+        0.25, "float", "how often new failing evaluations are looked for and assigned"
+    )
+    cluster_fail_below: str = _setting(
+        "",
+        "str",
+        "fail an evaluation below a score instead of by its verdict: evaluator=0.5,"
+        "skill:evaluator=0.8",
+    )
 
     def __post_init__(self) -> None:
         if self.api_keys is None:

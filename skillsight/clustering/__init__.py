@@ -27,6 +27,7 @@ from skillsight.clustering._matching import Before, Found, Match, Matching, matc
 from skillsight.clustering._normalize import normalize
 from skillsight.clustering._run import RunOptions, RunSummary, run_clustering
 from skillsight.clustering._service import Clusterer, ClustererOptions, ClustererStats
+from skillsight.clustering._settings import clusterer_options, run_options
 from skillsight.clustering._text import SEVERITY_ORDER, FailureText, failure_text, severity_of
 from skillsight.clustering._trend import Trend, bucket_counts, rank_score, trend_of
 from skillsight.clustering._vectors import embed_texts, normalized, pack, unpack_all
@@ -59,6 +60,7 @@ __all__ = [
     "bucket_counts",
     "cause_of",
     "cluster_label",
+    "clusterer_options",
     "ctfidf_terms",
     "embed_texts",
     "failing_now",
@@ -73,6 +75,7 @@ __all__ = [
     "rank_score",
     "regressed_by",
     "run_clustering",
+    "run_options",
     "set_status",
     "severity_of",
     "severity_of_cluster",

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from skillsight.clustering._collect import Thresholds, failing_now, with_vectors
+from skillsight.clustering._collect import Thresholds, failing_now, with_causes, with_vectors
 from skillsight.clustering._lifecycle import ClusterState, regressed_by
 from skillsight.clustering._vectors import Matrix, unpack_all
 from skillsight.evaluators import Embedder
@@ -48,7 +48,7 @@ class ExemplarIndex:
     def nearest(self, vectors: Matrix) -> list[tuple[str, float]]:
         """Per row of ``vectors``, the cluster of the nearest exemplar and the cosine distance
         to it (``("", 2.0)`` when there are no clusters)."""
-        if not len(self.owners) or not len(vectors):
+        if not len(self.owners) or not len(vectors) or self.matrix.shape[1] != vectors.shape[1]:
             return [("", 2.0)] * len(vectors)
         similarity = vectors @ self.matrix.T
         best = np.argmax(similarity, axis=1)
@@ -72,6 +72,7 @@ def assign_failures(
     index: ExemplarIndex,
     thresholds: Thresholds,
     max_distance: float,
+    cause_weight: float = 0.5,
     now_us: int | None = None,
 ) -> list[Assigned]:
     """Assign those of ``activation_ids`` that fail now (the others are left alone) and
@@ -81,8 +82,8 @@ def assign_failures(
     if not failing:
         return []
     stored = store.failures.stored(project_id, 0, list(failing))
-    failures, vectors = with_vectors(store, embedder, project_id, failing, stored)
-    nearest = index.nearest(vectors)
+    failures, texts = with_vectors(store, embedder, project_id, failing, stored)
+    nearest = index.nearest(with_causes(failures, texts, cause_weight))
     run = index.run
     counted = {
         a

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from skillsight.clustering._text import failure_text
-from skillsight.clustering._vectors import Matrix, embed_texts, pack, unpack_all
+from skillsight.clustering._vectors import (
+    Matrix,
+    cause_features,
+    combined,
+    embed_texts,
+    pack,
+    unpack_all,
+)
 from skillsight.errors import ConfigError
 from skillsight.evaluators import Embedder, Evaluation
 from skillsight.store import FailingEvaluation, Store, StoredFailure
@@ -149,6 +156,14 @@ def with_vectors(
     return failures, unpack_all(blobs, len(blobs[0]) // 2)
 
 
+def with_causes(failures: Sequence[Failure], vectors: Matrix, weight: float) -> Matrix:
+    """The failures' text vectors with their cause features appended (see ``combined``)."""
+    if weight <= 0 or not failures:
+        return vectors
+    causes = np.vstack([cause_features(f.kinds, f.evaluators) for f in failures])
+    return combined(vectors, causes, weight)
+
+
 def _stored_failure(row: StoredFailure) -> Failure:
     return Failure(
         activation_id=row["activation_id"],
@@ -238,4 +253,4 @@ def _build(
     return out
 
 
-__all__ = ["Failure", "Thresholds", "failing_now", "source_key", "with_vectors"]
+__all__ = ["Failure", "Thresholds", "failing_now", "source_key", "with_causes", "with_vectors"]

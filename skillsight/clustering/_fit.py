@@ -32,6 +32,11 @@ class FitOptions:
     """Project onto this many principal components first; 0 = cluster the full vectors."""
     selection_epsilon: float = 0.0
     """Clusters closer than this (Euclidean, in the clustered space) are not split."""
+    merge_similarity: float = 0.85
+    """Clusters whose centroids' cosine reaches this are one (0 = never merge): HDBSCAN makes
+    a cluster of every dense variant of a pattern (instances whose texts normalize the same
+    are the densest thing there is); a centroid test joins them without pulling noise in, as
+    ``selection_epsilon`` would."""
     jobs: int = 2
 
 
@@ -86,8 +91,34 @@ def fit(vectors: Matrix, options: FitOptions) -> Fitted:
         warnings.simplefilter("ignore", category=DeprecationWarning)
         clusterer.fit(np.ascontiguousarray(space, dtype=np.float64))
     labels = np.asarray(clusterer.labels_, dtype=np.intp)
+    if options.merge_similarity > 0:
+        labels = merge_close(vectors, labels, options.merge_similarity)
     probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
     return Fitted(labels, probabilities, space.shape[1], time.perf_counter() - started)
+
+
+def merge_close(vectors: Matrix, labels: Labels, min_similarity: float) -> Labels:
+    """``labels`` with clusters joined (transitively) whose centroids' cosine is at least
+    ``min_similarity``, renumbered from 0 in order of first appearance; noise stays -1."""
+    found = [int(k) for k in dict.fromkeys(labels.tolist()) if k >= 0]
+    if len(found) < 2:
+        return labels
+    centroids = np.stack([centroid(vectors[labels == k]) for k in found])
+    similar = centroids @ centroids.T
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in zip(*np.nonzero(np.triu(similar >= min_similarity, k=1)), strict=True):
+        parent[root(int(j))] = root(int(i))
+    renumber: dict[int, int] = {}
+    mapping = {k: renumber.setdefault(root(i), len(renumber)) for i, k in enumerate(found)}
+    out = np.array([mapping.get(int(k), -1) for k in labels], dtype=np.intp)
+    return out
 
 
 def centroid(vectors: Matrix) -> Matrix:
@@ -136,6 +167,7 @@ __all__ = [
     "centroid",
     "fit",
     "medoids",
+    "merge_close",
     "project",
     "spread_exemplars",
 ]

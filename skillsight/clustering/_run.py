@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from skillsight.clustering._collect import Failure, Thresholds, failing_now, with_vectors
+from skillsight.clustering._collect import (
+    Failure,
+    Thresholds,
+    failing_now,
+    with_causes,
+    with_vectors,
+)
 from skillsight.clustering._facts import cause_of, cluster_row, retired_row
 from skillsight.clustering._fit import FitOptions, centroid, fit
 from skillsight.clustering._labels import cluster_label, ctfidf_terms
@@ -42,6 +48,8 @@ class RunOptions:
     """Exemplars online assignment compares with, per cluster."""
     min_overlap_share: float = 0.2
     min_similarity: float = 0.9
+    cause_weight: float = 0.5
+    """Weight of the failing evaluators and finding kinds beside the text's embedding."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +95,8 @@ def run_clustering(
     since = started - options.window_days * DAY_US
     failing = failing_now(store, project_id, since, options.thresholds)
     stored = store.failures.stored(project_id, since)
-    failures, vectors = with_vectors(store, embedder, project_id, failing, stored)
+    failures, texts = with_vectors(store, embedder, project_id, failing, stored)
+    vectors = with_causes(failures, texts, options.cause_weight)
     seconds["collect"], clock = time.perf_counter() - clock, time.perf_counter()
 
     fitted = fit(vectors, options.fit)

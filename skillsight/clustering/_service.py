@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 _OVERLAP_US = 5_000_000
 _TICK_S = 30.0  # how often the run loop looks for projects due a run
 _BATCH = 2_000  # failures assigned per poll at most
+_DRAIN_S = 60.0  # how long leaving waits for a run or a pass in progress
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class ClustererOptions:
     interval_s: float = 900.0
     """A project is clustered again once its latest run is this old; 0 = only on demand."""
     poll_s: float = 0.25
-    max_distance: float = 0.25
+    max_distance: float = 0.15
     """Cosine distance to the nearest exemplar within which a new failure joins its cluster."""
     catchup_s: float = 600.0
     """At start, assign failures scored this far back."""
@@ -86,11 +87,13 @@ class Clusterer:
         self._handled: dict[tuple[str, str], int] = {}
         self._watermark_us = 0
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Clusterer:
         self._watermark_us = time.time_ns() // 1000 - int(self.options.catchup_s * 1e6)
+        self._stopping.clear()
         self._tasks = [asyncio.create_task(self._assign_loop(), name="skillsight-cluster-assign")]
         if self.options.interval_s > 0:
             self._tasks.append(asyncio.create_task(self._run_loop(), name="skillsight-cluster-run"))
@@ -102,12 +105,22 @@ class Clusterer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        for task in self._tasks:
+        # Loops finish the pass they are in (a thread cannot be interrupted, and the store
+        # closes after this), then stop; one stuck past the drain time is cancelled.
+        self._stopping.set()
+        _, pending = await asyncio.wait(self._tasks, timeout=_DRAIN_S) if self._tasks else ((), ())
+        for task in pending:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+
+    async def _pause(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less when the clusterer is stopping; True = keep going."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        return not self._stopping.is_set()
 
     def mine(self, project_id: str) -> bool:
         index, count = self.options.worker
@@ -154,7 +167,7 @@ class Clusterer:
         return summary
 
     async def _run_loop(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 for project_id in await asyncio.to_thread(self._due):
                     await self.run_now(project_id)
@@ -163,7 +176,8 @@ class Clusterer:
             except Exception as exc:  # the loop outlives any one run
                 log.exception("a scheduled clustering run failed")
                 self._failed("a scheduled run", exc)
-            await asyncio.sleep(min(_TICK_S, self.options.interval_s))
+            if not await self._pause(min(_TICK_S, self.options.interval_s)):
+                return
 
     def _due(self) -> list[str]:
         now = time.time_ns() // 1000
@@ -180,7 +194,7 @@ class Clusterer:
     # -- online assignment -----------------------------------------------------------------------
 
     async def _assign_loop(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 await self.assign_new()
             except SkillsightError as exc:
@@ -188,7 +202,8 @@ class Clusterer:
             except Exception as exc:
                 log.exception("assigning new failures failed")
                 self._failed("assigning new failures", exc)
-            await asyncio.sleep(self.options.poll_s)
+            if not await self._pause(self.options.poll_s):
+                return
 
     async def assign_new(self) -> int:
         """One pass: assign every failure scored since the last pass; return how many."""
@@ -218,6 +233,7 @@ class Clusterer:
                     index=index,
                     thresholds=self.options.run.thresholds,
                     max_distance=self.options.max_distance,
+                    cause_weight=self.options.run.cause_weight,
                 )
             for item in items:
                 self._handled[item.project_id, item.activation_id] = item.evaluated_at_us

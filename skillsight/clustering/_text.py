@@ -6,7 +6,10 @@ failing evaluator with its label and reason, each finding's kind and message wit
 cites, the tool-call signature of the internal trajectory and the first line of each tool error —
 every line passed through :func:`~skillsight.clustering._normalize.normalize` so that two
 instances of one pattern read alike. The cause comes first: the embedding model reads at most
-256 word pieces.
+256 word pieces. The signature names tools only (a call's arguments are cited where a finding
+points at it) and an error is its message's last line, where a traceback puts the exception:
+measured on the recorded scenarios, arguments and whole tracebacks in these two lines made
+instances of one pattern read less alike than two different patterns did (docs/clusters.md).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def failure_text(activation: Activation, failed: Sequence[Evaluation]) -> Failur
     if activation.tool_calls:
         lines.append("calls: " + " → ".join(_signature(activation.tool_calls)))
     errors = [c for c in activation.tool_calls if c.is_error][:_MAX_ERRORS]
-    lines += [f"error: {_call(c)}: {normalize(_first_line(c.result))}" for c in errors]
+    lines += [f"error: {c.name}: {normalize(_error_line(c.result))}" for c in errors]
     text = "\n".join(lines)
     return FailureText(
         text=text[:_MAX_CHARS],
@@ -129,11 +132,12 @@ def _argument(arguments: Any) -> str:
 
 
 def _signature(calls: Sequence[ToolCall]) -> list[str]:
-    """Each call as its tool and main argument; repeats in a row collapse into ``x<n>``."""
+    """Each call as its tool, ``(error)`` when it failed; repeats in a row collapse into
+    ``x<n>``."""
     out: list[str] = []
     previous, repeats = "", 0
     for call in calls:
-        current = _call(call) + (" (error)" if call.is_error else "")
+        current = call.name + (" (error)" if call.is_error else "")
         if current == previous:
             repeats += 1
             continue
@@ -146,10 +150,12 @@ def _signature(calls: Sequence[ToolCall]) -> list[str]:
     return out
 
 
-def _first_line(text: str | None) -> str:
+def _error_line(text: str | None) -> str:
+    """The line of an error output that says what went wrong: the last one (a traceback ends
+    with its exception)."""
     if not text:
         return "(no output logged)"
-    for line in text.splitlines():
+    for line in reversed(text.splitlines()):
         if line.strip():
             return line.strip()[:200]
     return "(empty)"

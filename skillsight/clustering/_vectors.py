@@ -8,6 +8,7 @@ cost of a float array in JSON, with cosines unchanged to three decimals.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -55,4 +56,31 @@ def unpack_all(blobs: Iterable[bytes], dims: int) -> Matrix:
     return normalized(matrix)
 
 
-__all__ = ["Matrix", "embed_texts", "normalized", "pack", "unpack_all"]
+def cause_features(kinds: Sequence[str], evaluators: Sequence[str], dims: int = 256) -> Matrix:
+    """The failing evaluators and finding kinds as a signed hashed bag (one row, unit
+    length): failures that fail the same way share it, others are near orthogonal (the sign
+    bit makes the rare colliding tokens cancel rather than add up)."""
+    row = np.zeros((1, dims), dtype=np.float32)
+    for token in (*evaluators, *kinds):
+        digest = zlib.crc32(token.encode())
+        row[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
+    return normalized(row)
+
+
+def combined(text_vectors: Matrix, causes: Matrix, weight: float) -> Matrix:
+    """Text vectors with the cause features appended at ``weight`` (0 = text alone), unit
+    length again: what runs cluster and online assignment compares."""
+    if weight <= 0 or not len(text_vectors):
+        return text_vectors
+    return normalized(np.hstack([text_vectors, weight * causes]).astype(np.float32))
+
+
+__all__ = [
+    "Matrix",
+    "cause_features",
+    "combined",
+    "embed_texts",
+    "normalized",
+    "pack",
+    "unpack_all",
+]

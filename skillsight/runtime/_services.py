@@ -7,10 +7,12 @@ that keeps "nothing acknowledged is lost" and "nothing complete goes unscored":
 
 1. the store (closed last);
 2. the evaluation scheduler (left after everything that feeds it has flushed);
-3. the finalizer, which rebuilds sessions and feeds the scheduler (left after the writer has
+3. the clusterer, which assigns each failure the scheduler writes to its cluster (it polls the
+   store every ``cluster_assign_poll_s``) and re-clusters on a schedule;
+4. the finalizer, which rebuilds sessions and feeds the scheduler (left after the writer has
    drained, so its final pass sees every acknowledged row), or, in a process that evaluates
    without rebuilding, the poller that finds rebuilt sessions in the store;
-4. the collector and its batch writer (left first: its queue drains into the store).
+5. the collector and its batch writer (left first: its queue drains into the store).
 
 Every collaborator can be injected (a store, a scheduler, a rebuild function), so tests build
 the same graph the service runs.
@@ -24,6 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 
+from skillsight.clustering import Clusterer, clusterer_options
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import ConfigError
 from skillsight.evaluators.scheduler import EvaluationScheduler, RebuiltSessionPoller
@@ -75,6 +78,7 @@ class Services:
     finalizer: Finalizer | None = None
     scheduler: EvaluationScheduler | None = None
     poller: RebuiltSessionPoller | None = None
+    clusterer: Clusterer | None = None
 
     def health(self) -> dict[str, object]:
         """The state of every service, for ``/healthz`` and the CLI."""
@@ -85,6 +89,7 @@ class Services:
             health["store"] = self.store.kind
         health["rebuild"] = self.finalizer.health() if self.finalizer else {"enabled": False}
         health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
+        health["clustering"] = self.clusterer.health() if self.clusterer else {"enabled": False}
         return health
 
 
@@ -98,6 +103,7 @@ async def build_services(
     rebuild: RebuildFn | None = None,
     shard: tuple[int, int] | None = None,
     warm_up: bool = False,
+    clusterer: Clusterer | None = None,
 ) -> AsyncIterator[Services]:
     """Open the role's services, run them while the block runs, and stop them in order.
 
@@ -105,7 +111,8 @@ async def build_services(
     ``rebuild`` replaces the rebuild algorithm; ``shard`` is this process's share of the work
     (INDEX, COUNT; default ``SKILLSIGHT_WORKER_INDEX`` of ``SKILLSIGHT_WORKERS``): the sessions
     it rebuilds, or, in a process that evaluates without rebuilding, the activations it scores;
-    ``warm_up`` loads the embedding model at start (long-running processes).
+    ``warm_up`` loads the embedding model at start (long-running processes); ``clusterer``
+    replaces the one the settings would build (it runs beside the scheduler).
     """
     role = role_named(role) if isinstance(role, str) else role
     shard = shard or (settings.worker_index, settings.workers)
@@ -127,6 +134,11 @@ async def build_services(
                 store, _scoring_share(settings, shard, rebuilding), warm_up=warm_up
             )
             await stack.enter_async_context(services.scheduler)
+            if settings.cluster_enabled:
+                services.clusterer = clusterer or Clusterer(
+                    store, options=clusterer_options(settings, worker=shard)
+                )
+                await stack.enter_async_context(services.clusterer)
         if role.ingest:
             services.collector = Collector(store, settings)
         if rebuilding:
