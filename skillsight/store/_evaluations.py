@@ -48,6 +48,7 @@ EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("latency_ms", pa.float64(), "Float64", "latency_ms"),
     ("evaluated_at", pa.int64(), "Int64", "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"),
     ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
+    ("unseen", pa.list_(_STR), "Array(String)", "unseen"),
 )
 # The streamed column carrying evaluated_at is named for its unit.
 _SOURCE = {"evaluated_at": "evaluated_at_us"}
@@ -79,7 +80,7 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
 _LIST_EVALUATIONS = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
@@ -93,7 +94,7 @@ ORDER BY evaluator, evaluator_version"""
 _LIST_EVALUATIONS_OF = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
@@ -133,6 +134,7 @@ class EvaluationRow(TypedDict):
     cost_usd: float
     latency_ms: float
     activation_rebuilt_at: str
+    unseen: list[str]
     evaluated_at_us: int
 
 
@@ -144,11 +146,15 @@ class Evaluations:
 
     def write(self, project_id: str, evaluations: Sequence[Mapping[str, Any]]) -> int:
         """Insert evaluation rows (``Evaluation.to_row`` dicts) in one batch; a row with the key
-        of an earlier one (activation, evaluator, version) replaces it."""
+        of an earlier one (activation, evaluator, version) replaces it. The scorecard read
+        models get their copy and marks after the rows (:mod:`._rollups`)."""
         if not evaluations:
             return 0
         table = evaluation_table(project_id, evaluations)
+        rollups = self._store.scorecards.rollups
+        rollups.ready()  # asked before the first row lands: an empty store needs no backfill
         self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
+        rollups.record(project_id, table)
         return int(table.num_rows)
 
     def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:

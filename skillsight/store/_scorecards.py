@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from skillsight.store._rollups import ScorecardRollups
+from skillsight.store._scorecard_reads import rows_below, scorecard_rows
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -214,6 +216,8 @@ class Scorecards:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self.rollups = ScorecardRollups(store)
+        """The read models (migration 0012) that :meth:`rows` and :meth:`below` read."""
 
     def rows(
         self, project_id: str, skill: str, *, version: str = "", since: datetime | None = None
@@ -222,7 +226,20 @@ class Scorecards:
         version), ``by_version`` (per version and evaluator), ``trend`` (per UTC day and
         evaluator) and ``version_trend`` (per UTC day, version and evaluator: the web UI's
         per-version lines), over activations started since ``since``; each
-        count/pass/mean/min."""
+        count/pass/mean/min. Read from the per-day read models once they hold every row
+        (:mod:`._scorecard_reads`), else from the raw rows (:meth:`raw_rows`): the same rows."""
+        if self.rollups.ready():
+            states = self.rollups.day_states(project_id, skill)
+            return scorecard_rows(
+                self._store, states, project_id, skill, version=version, since=since
+            )
+        return self.raw_rows(project_id, skill, version=version, since=since)
+
+    def raw_rows(
+        self, project_id: str, skill: str, *, version: str = "", since: datetime | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """:meth:`rows` computed from the ``evaluations`` and ``activations`` rows themselves
+        (the definition the read models are tested against)."""
         params = {"project": project_id, "skill": skill, "version": version, "since": micros(since)}
         out: dict[str, list[dict[str, Any]]] = {
             "versions": [],
@@ -269,6 +286,41 @@ class Scorecards:
     ) -> list[dict[str, Any]]:
         """A skill's current evaluations scoring under ``below``, newest activation first
         (the gate's failing rows, with their reasons, cited steps and findings)."""
+        if not self.rollups.ready():
+            return self.raw_below(
+                project_id,
+                skill,
+                below,
+                evaluator=evaluator,
+                version=version,
+                since=since,
+                limit=limit,
+            )
+        found = rows_below(
+            self._store,
+            self.rollups.day_states(project_id, skill),
+            project_id,
+            skill,
+            below,
+            evaluator=evaluator,
+            version=version,
+            since=since,
+            limit=limit,
+        )
+        return self._with_texts(project_id, skill, found)
+
+    def raw_below(
+        self,
+        project_id: str,
+        skill: str,
+        below: float,
+        *,
+        evaluator: str = "",
+        version: str = "",
+        since: datetime | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """:meth:`below` computed from the raw rows themselves."""
         found = self._store.query(
             _SKILL_EVALUATIONS_BELOW,
             {
@@ -281,6 +333,11 @@ class Scorecards:
                 "limit": limit,
             },
         )
+        return self._with_texts(project_id, skill, found)
+
+    def _with_texts(
+        self, project_id: str, skill: str, found: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         if not found:
             return []
         texts = {

@@ -1,0 +1,348 @@
+"""Keeping the scorecard read models of migration 0012 exact.
+
+Every evaluation row written through :meth:`Evaluations.write` is copied, narrow and with its
+activation's start, into ``scorecard_rows``, and the (skill, start day) it belongs to is marked
+in ``scorecard_marks`` afterwards. A refresh recomputes whole days of ``scorecard_days`` from
+``scorecard_rows`` (the current row of each (activation, evaluator): the newest, whatever
+evaluator version wrote it) and stamps them with the time it began. A day is *clean* when its
+newest refresh began after its newest mark (by more than :data:`CLOCK_MARGIN_US`, for clocks of
+cluster nodes); readers take clean days from ``scorecard_days`` and every other day from
+``scorecard_rows``, so a read is exact whether or not the refresher has caught up.
+
+Rows written before the migration are copied by :meth:`ScorecardRollups.backfill` (the
+refresher's first pass does it); until then ``read_models`` has no ``scorecards`` row and readers
+use the raw tables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from datetime import date
+from typing import TYPE_CHECKING, NamedTuple
+
+import pyarrow as pa
+
+from skillsight.errors import StoreError
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+log = logging.getLogger(__name__)
+
+READ_MODEL = "scorecards"
+CLOCK_MARGIN_US = 2_000_000
+"""A mark this close to a refresh's stamp (clocks of two cluster nodes may differ by that much)
+counts as after it: the day is refreshed again."""
+_REFRESH_DAYS_PER_STATEMENT = 31
+
+_STR = pa.string()
+_COPY = pa.schema(
+    [
+        ("project_id", _STR),
+        ("skill_name", _STR),
+        ("started_us", pa.int64()),
+        ("activation_id", _STR),
+        ("evaluator", _STR),
+        ("evaluator_version", _STR),
+        ("skill_version", _STR),
+        ("score", pa.float64()),
+        ("passed", pa.bool_()),
+        ("label", _STR),
+        ("evaluated_at_us", pa.int64()),
+    ]
+)
+# The columns taken as they are from an ``evaluations`` batch.
+_COPIED = frozenset(_COPY.names) - {"project_id", "started_us"}
+_COPY_COLUMNS = [
+    "project_id",
+    "skill_name",
+    "started_at",
+    "activation_id",
+    "evaluator",
+    "evaluator_version",
+    "skill_version",
+    "score",
+    "passed",
+    "label",
+    "evaluated_at",
+]
+_COPY_SELECT = (
+    "project_id, skill_name, fromUnixTimestamp64Micro(started_us, 'UTC'), activation_id, "
+    "evaluator, evaluator_version, skill_version, score, passed, label, "
+    "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"
+)
+_COPY_STRUCTURE = (
+    "project_id String, skill_name String, started_us Int64, activation_id String, "
+    "evaluator String, evaluator_version String, skill_version String, "
+    "score Nullable(Float64), passed Nullable(Bool), label String, evaluated_at_us Int64"
+)
+
+# The start of each activation as the scorecard joins it: the activation's earliest stored
+# start (a rebuild keeps it; see _scorecards.py).
+_STARTS = """
+SELECT activation_id, toUnixTimestamp64Micro(min(started_at)) AS started_us
+FROM activations
+WHERE project_id = {project:String} AND skill_name IN {skills:Array(String)}
+  AND activation_id IN {ids:Array(String)}
+GROUP BY activation_id"""
+
+_MARK_DAYS = """
+INSERT INTO scorecard_marks (project_id, skill_name, day, marked_at)
+SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)"""
+
+_NOW = "SELECT toUnixTimestamp64Micro(now64(6)) AS now_us"
+
+# Per (project, skill, day): the newest mark and the newest refresh.
+_DAY_STATES = """
+SELECT project_id, skill_name, toString(day) AS day,
+       toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
+       toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us
+FROM (
+    SELECT project_id, skill_name, day, marked_at, toDateTime64(0, 6, 'UTC') AS refreshed_at
+    FROM scorecard_marks
+    WHERE ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String})
+    UNION ALL
+    SELECT project_id, skill_name, day, toDateTime64(0, 6, 'UTC'), refreshed_at
+    FROM scorecard_days
+    WHERE kind = 0
+      AND ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String})
+)
+GROUP BY project_id, skill_name, day
+ORDER BY project_id, skill_name, day"""
+
+# CURRENT_ROWS' parameters that keep every row of the days named.
+EVERY_ROW = {"since": 0, "evaluator": ""}
+
+# The current row of each (activation, evaluator) of some start days of a skill.
+CURRENT_ROWS = """
+    SELECT activation_id, evaluator, evaluator_version, skill_version, score, passed, label,
+           started_at, evaluated_at
+    FROM scorecard_rows
+    WHERE project_id = {project:String} AND skill_name = {skill:String}
+      AND toDate(started_at) IN {days:Array(Date)}
+      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+      AND ({evaluator:String} = '' OR evaluator = {evaluator:String})
+    ORDER BY started_at, activation_id, evaluator, evaluated_at DESC
+    LIMIT 1 BY activation_id, evaluator"""
+
+# Per day: per skill version the distinct activations (kind 1), per version and evaluator the
+# counts and sums of the current rows (kind 2).
+DAY_AGGREGATES = f"""
+SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, skill_version,
+       evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
+       countIf(score IS NOT NULL) AS scored,
+       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
+       countIf(passed = true) AS passed,
+       sumIf(assumeNotNull(score), score IS NOT NULL) AS score_sum,
+       minIf(assumeNotNull(score), score IS NOT NULL) AS score_min,
+       min(started_at) AS first_started, max(started_at) AS last_started
+FROM ({CURRENT_ROWS})
+GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))"""
+
+_REFRESH = f"""
+INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
+    activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
+    last_started, refreshed_at)
+SELECT {{project:String}}, {{skill:String}}, day, kind, skill_version, evaluator, activations,
+       scored, not_evaluated, passed, score_sum, score_min, first_started, last_started,
+       fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
+FROM ({DAY_AGGREGATES})
+UNION ALL
+SELECT {{project:String}}, {{skill:String}}, arrayJoin({{days:Array(Date)}}), 0, '', '', 0, 0, 0,
+       0, 0, 0, toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC'),
+       fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')"""
+
+_READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
+_SET_READY = (
+    "INSERT INTO read_models (project_id, name, ready_at) SELECT '', {name:String}, now64(6)"
+)
+_ANY_EVALUATION = "SELECT count() AS n FROM (SELECT 1 FROM evaluations LIMIT 1)"
+
+_SKILLS = """
+SELECT DISTINCT project_id, skill_name FROM evaluations
+WHERE ({project:String} = '' OR project_id = {project:String})
+ORDER BY project_id, skill_name"""
+
+# Every current evaluation row of a skill with its activation's start (the scorecard's join).
+_BACKFILL = f"""
+INSERT INTO scorecard_rows ({", ".join(_COPY_COLUMNS)})
+SELECT e.project_id, e.skill_name, a.started_at, e.activation_id, e.evaluator,
+       e.evaluator_version, e.skill_version, e.score, e.passed, e.label, e.evaluated_at
+FROM (
+    SELECT project_id, skill_name, activation_id, evaluator, evaluator_version, skill_version,
+           score, passed, label, evaluated_at
+    FROM evaluations
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
+    ORDER BY activation_id, evaluator, evaluated_at DESC
+    LIMIT 1 BY activation_id, evaluator
+) AS e
+INNER JOIN (
+    SELECT activation_id, min(started_at) AS started_at FROM activations
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
+    GROUP BY activation_id
+) AS a ON e.activation_id = a.activation_id"""
+
+_ROW_DAYS = """
+SELECT DISTINCT toString(toDate(started_at)) AS day FROM scorecard_rows
+WHERE project_id = {project:String} AND skill_name = {skill:String}
+ORDER BY day"""
+
+
+class DayState(NamedTuple):
+    """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), and whether
+    it is clean: its newest refresh began after its newest mark, so ``scorecard_days`` holds
+    it."""
+
+    project_id: str
+    skill_name: str
+    day: str
+    marked_us: int
+    refreshed_us: int
+    clean: bool
+
+
+class ScorecardRollups:
+    """The write side of the scorecard read models: copies, marks, refreshes, backfill."""
+
+    def __init__(self, store: Store, *, clock_margin_us: int = CLOCK_MARGIN_US) -> None:
+        self._store = store
+        self._ready = False
+        self.clock_margin_us = clock_margin_us
+
+    # -- readiness -------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        """Whether ``scorecard_rows`` holds every evaluation row (readers may use the read
+        models). A store without evaluations is ready as soon as this is asked."""
+        if self._ready:
+            return True
+        if int(self._store.query(_READY, {"name": READ_MODEL})[0]["n"]):
+            self._ready = True
+        elif not int(self._store.query(_ANY_EVALUATION)[0]["n"]):
+            try:
+                self._store.execute(_SET_READY, {"name": READ_MODEL})
+                self._ready = True
+            except StoreError as exc:  # a read-only user: readers use the raw tables
+                log.debug("cannot record the scorecard read model as ready: %s", exc)
+        return self._ready
+
+    # -- the write path ----------------------------------------------------------------------
+
+    def record(self, project_id: str, evaluations: pa.Table) -> int:
+        """Copy stored evaluation rows (the Arrow batch ``Evaluations.write`` inserted) into
+        ``scorecard_rows``, then mark their start days. Rows of an activation not stored are
+        left out, as the scorecard's join leaves them out. Returns the rows copied."""
+        if evaluations.num_rows == 0:
+            return 0
+        ids = evaluations.column("activation_id").to_pylist()
+        skills = sorted(set(evaluations.column("skill_name").to_pylist()))
+        starts = {
+            str(r["activation_id"]): int(r["started_us"])
+            for r in self._store.query(
+                _STARTS, {"project": project_id, "skills": skills, "ids": sorted(set(ids))}
+            )
+        }
+        keep = [i for i, a in enumerate(ids) if a in starts]
+        if not keep:
+            return 0
+        picked = evaluations.take(pa.array(keep, pa.int64()))
+        columns = {name: picked.column(name) for name in _COPY.names if name in _COPIED}
+        columns["project_id"] = pa.array([project_id] * len(keep), _STR)
+        columns["started_us"] = pa.array([starts[ids[i]] for i in keep], pa.int64())
+        copy = pa.table([columns[name] for name in _COPY.names], schema=_COPY)
+        self._store.insert_select(
+            "scorecard_rows", _COPY_COLUMNS, _COPY_SELECT, copy, _COPY_STRUCTURE
+        )
+        days: dict[str, set[str]] = {}
+        for skill, started in zip(
+            copy.column("skill_name").to_pylist(),
+            copy.column("started_us").to_pylist(),
+            strict=True,
+        ):
+            days.setdefault(str(skill), set()).add(day_of(int(started)))
+        for skill, marked in sorted(days.items()):
+            self.mark(project_id, skill, sorted(marked))
+        return len(keep)
+
+    def mark(self, project_id: str, skill: str, days: Sequence[str]) -> None:
+        """Record that these start days of a skill changed (written after their rows)."""
+        if days:
+            self._store.execute(
+                _MARK_DAYS, {"project": project_id, "skill": skill, "days": list(days)}
+            )
+
+    # -- refreshing --------------------------------------------------------------------------
+
+    def day_states(self, project_id: str = "", skill: str = "") -> list[DayState]:
+        """Every marked or refreshed (project, skill, day), oldest day first."""
+        states = []
+        for r in self._store.query(_DAY_STATES, {"project": project_id, "skill": skill}):
+            marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
+            clean = refreshed > 0 and refreshed >= marked + self.clock_margin_us
+            states.append(
+                DayState(
+                    str(r["project_id"]),
+                    str(r["skill_name"]),
+                    str(r["day"]),
+                    marked,
+                    refreshed,
+                    clean,
+                )
+            )
+        return states
+
+    def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:
+        """Recompute these start days of a skill from ``scorecard_rows``, stamped with a
+        moment taken before reading (the store's clock)."""
+        for start in range(0, len(days), _REFRESH_DAYS_PER_STATEMENT):
+            chunk = list(days[start : start + _REFRESH_DAYS_PER_STATEMENT])
+            stamp = int(self._store.query(_NOW)[0]["now_us"])
+            params = {"project": project_id, "skill": skill, "days": chunk, **EVERY_ROW}
+            self._store.execute(_REFRESH, {**params, "stamp": stamp})
+
+    def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
+        """Refresh every day marked since its last refresh, of the skills in this shard (by a
+        hash of project and skill); return the days refreshed."""
+        index, count = shard
+        dirty: dict[tuple[str, str], list[str]] = {}
+        for state in self.day_states():
+            if not state.clean and _shard_of(state.project_id, state.skill_name, count) == index:
+                dirty.setdefault((state.project_id, state.skill_name), []).append(state.day)
+        for (project_id, skill), days in sorted(dirty.items()):
+            self.refresh(project_id, skill, days)
+        return sum(len(days) for days in dirty.values())
+
+    # -- rows written before the read models existed -----------------------------------------
+
+    def backfill(self, project_id: str = "") -> int:
+        """Copy every current evaluation row into ``scorecard_rows`` (a skill at a time),
+        refresh every day, and record the read model as ready. Rows written meanwhile are
+        copied by their writers. Returns the skills copied."""
+        skills = self._store.query(_SKILLS, {"project": project_id})
+        for row in skills:
+            params = {"project": str(row["project_id"]), "skill": str(row["skill_name"])}
+            self._store.execute(_BACKFILL, params)
+            days = [str(r["day"]) for r in self._store.query(_ROW_DAYS, params)]
+            # no marks: the refresh reads every row copied; rows written since are marked
+            # by their writers
+            self.refresh(params["project"], params["skill"], days)
+        if not project_id:
+            self._store.execute(_SET_READY, {"name": READ_MODEL})
+            self._ready = True
+        return len(skills)
+
+
+def day_of(micros: int) -> str:
+    """The UTC day of a moment in µs since the epoch, as ISO 8601."""
+    return date.fromordinal(date(1970, 1, 1).toordinal() + micros // 86_400_000_000).isoformat()
+
+
+def _shard_of(project_id: str, skill: str, count: int) -> int:
+    if count <= 1:
+        return 0
+    digest = hashlib.blake2b(f"{project_id}\0{skill}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count

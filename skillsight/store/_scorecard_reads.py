@@ -1,0 +1,269 @@
+"""Scorecards and the gate's rows read from the read models of migration 0012.
+
+A window's days split in two: *clean* days after the window's first (their newest refresh began
+after their newest mark) come from ``scorecard_days``, a few rows each; the window's first day
+(partial: the window starts inside it) and every day marked since its last refresh are
+aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range. The parts are
+summed here into the same rows as the raw scorecard query (``_scorecards.SCORECARD``); a test
+compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from skillsight.store._rollups import (
+    CURRENT_ROWS,
+    DAY_AGGREGATES,
+    EVERY_ROW,
+    DayState,
+    day_of,
+)
+from skillsight.store._sql import micros
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+# The rows of a day's newest refresh (its marker row carries that refresh's stamp).
+_NEWEST_REFRESH = """
+    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
+           score_sum, score_min, first_started, last_started
+    FROM scorecard_days
+    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind != 0
+      AND day IN {clean:Array(Date)}
+      AND (day, refreshed_at) IN (
+        SELECT day, max(refreshed_at) FROM scorecard_days
+        WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
+          AND day IN {clean:Array(Date)}
+        GROUP BY day)
+    ORDER BY day, kind, skill_version, evaluator
+    LIMIT 1 BY day, kind, skill_version, evaluator"""
+
+_PARTS = f"""
+SELECT toString(day) AS day, kind, skill_version, evaluator, activations, scored,
+       not_evaluated, passed, score_sum, score_min,
+       toUnixTimestamp64Micro(first_started) AS first_us,
+       toUnixTimestamp64Micro(last_started) AS last_us
+FROM (
+    {_NEWEST_REFRESH}
+    UNION ALL
+    {DAY_AGGREGATES}
+)
+WHERE {{version:String}} = '' OR skill_version = {{version:String}}
+ORDER BY day, kind, skill_version, evaluator"""
+
+# Clean days holding a current row of the evaluator (and version) scoring under the bound.
+_DAYS_BELOW = f"""
+SELECT DISTINCT toString(day) AS day FROM ({_NEWEST_REFRESH})
+WHERE kind = 2 AND scored > 0 AND score_min < {{below:Float64}}
+  AND ({{evaluator:String}} = '' OR evaluator = {{evaluator:String}})
+  AND ({{version:String}} = '' OR skill_version = {{version:String}})"""
+
+_BELOW_IN_DAYS = f"""
+SELECT activation_id, evaluator, evaluator_version, skill_version, score, passed, label,
+       toUnixTimestamp64Micro(started_at) AS started_at_us,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+FROM ({CURRENT_ROWS})
+WHERE ({{version:String}} = '' OR skill_version = {{version:String}})
+  AND score IS NOT NULL AND score < {{below:Float64}}
+ORDER BY started_at_us DESC, activation_id, evaluator
+LIMIT {{limit:UInt32}}"""
+
+# The session of each activation as the scorecard's join finds it (its newest rebuild).
+_SESSIONS = """
+SELECT activation_id, session_id FROM activations
+WHERE project_id = {project:String} AND skill_name = {skill:String}
+  AND activation_id IN {ids:Array(String)}
+  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+ORDER BY started_at, activation_id, rebuilt_at DESC
+LIMIT 1 BY activation_id"""
+
+
+def _split(states: Iterable[DayState], since: datetime | None) -> tuple[list[str], list[str]]:
+    """(clean days read from scorecard_days, days aggregated from scorecard_rows)."""
+    first = _iso_day(since) if since is not None else ""
+    clean: list[str] = []
+    raw: list[str] = []
+    for state in states:
+        if state.day < first:
+            continue
+        (clean if state.clean and state.day != first else raw).append(state.day)
+    if first and first not in raw:
+        raw.append(first)
+    return clean, raw
+
+
+def _iso_day(moment: datetime) -> str:
+    return day_of(micros(moment))
+
+
+class _Sums:
+    __slots__ = (
+        "activations",
+        "first",
+        "last",
+        "not_evaluated",
+        "passed",
+        "score_min",
+        "score_sum",
+        "scored",
+    )
+
+    def __init__(self) -> None:
+        self.activations = self.scored = self.not_evaluated = self.passed = 0
+        self.score_sum = 0.0
+        self.score_min: float | None = None
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.activations += int(row["activations"])
+        scored = int(row["scored"])
+        self.scored += scored
+        self.not_evaluated += int(row["not_evaluated"])
+        self.passed += int(row["passed"])
+        if scored:
+            self.score_sum += float(row["score_sum"])
+            low = float(row["score_min"])
+            self.score_min = low if self.score_min is None else min(self.score_min, low)
+        first, last = int(row["first_us"]), int(row["last_us"])
+        self.first = first if self.first is None else min(self.first, first)
+        self.last = last if self.last is None else max(self.last, last)
+
+    def started(self) -> dict[str, Any]:
+        return {"first_started_us": self.first, "last_started_us": self.last}
+
+    def scores(self) -> dict[str, Any]:
+        return {
+            "evaluations": self.activations,
+            "scored": self.scored,
+            "not_evaluated": self.not_evaluated,
+            "passed": self.passed,
+            "mean_score": self.score_sum / self.scored if self.scored else None,
+            "min_score": self.score_min if self.score_min is not None else 0.0,
+        }
+
+
+def combine(parts: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Per-day parts summed into the scorecard's four sets, ordered as the raw query orders
+    them: versions and per-version rows newest activation first, the trends by day."""
+    versions: dict[str, _Sums] = {}
+    by_version: dict[tuple[str, str], _Sums] = {}
+    trend: dict[tuple[str, str], _Sums] = {}
+    version_trend: dict[tuple[str, str, str], _Sums] = {}
+    for row in parts:
+        version, evaluator, day = str(row["skill_version"]), str(row["evaluator"]), str(row["day"])
+        if int(row["kind"]) == 1:
+            versions.setdefault(version, _Sums()).add(row)
+            continue
+        by_version.setdefault((version, evaluator), _Sums()).add(row)
+        trend.setdefault((day, evaluator), _Sums()).add(row)
+        version_trend.setdefault((day, version, evaluator), _Sums()).add(row)
+
+    def newest_first(key: tuple[str, ...], sums: _Sums) -> tuple[int, tuple[str, ...]]:
+        return (-(sums.last or 0), key)
+
+    return {
+        "versions": [
+            {"skill_version": v, "activations": s.activations, **s.started()}
+            for v, s in sorted(versions.items(), key=lambda i: newest_first((i[0],), i[1]))
+        ],
+        "by_version": [
+            {
+                "skill_version": v,
+                "evaluator": e,
+                "activations": s.activations,
+                **s.started(),
+                **s.scores(),
+            }
+            for (v, e), s in sorted(by_version.items(), key=lambda i: newest_first(i[0], i[1]))
+        ],
+        "trend": [
+            {"day": d, "evaluator": e, "activations": s.activations, **s.scores()}
+            for (d, e), s in sorted(trend.items())
+        ],
+        "version_trend": [
+            {
+                "day": d,
+                "skill_version": v,
+                "evaluator": e,
+                "activations": s.activations,
+                **s.scores(),
+            }
+            for (d, v, e), s in sorted(version_trend.items())
+        ],
+    }
+
+
+def scorecard_rows(
+    store: Store,
+    states: Sequence[DayState],
+    project_id: str,
+    skill: str,
+    *,
+    version: str,
+    since: datetime | None,
+) -> dict[str, list[dict[str, Any]]]:
+    """``Scorecards.rows`` from the read models (``states``: the skill's day states)."""
+    clean, raw = _split(states, since)
+    params = {
+        "project": project_id,
+        "skill": skill,
+        "version": version,
+        "clean": clean,
+        "days": raw,
+        **EVERY_ROW,
+        "since": micros(since),
+    }
+    return combine(store.query(_PARTS, params))
+
+
+def rows_below(
+    store: Store,
+    states: Sequence[DayState],
+    project_id: str,
+    skill: str,
+    below: float,
+    *,
+    evaluator: str,
+    version: str,
+    since: datetime | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """The gate's rows (``Scorecards.below`` without texts) from the read models: the days
+    that may hold one, newest first, read a few at a time until ``limit`` rows are found."""
+    clean, raw = _split(states, since)
+    params: dict[str, Any] = {
+        "project": project_id,
+        "skill": skill,
+        "version": version,
+        "evaluator": evaluator,
+        "below": float(below),
+        "since": micros(since),
+        "limit": limit,
+    }
+    hits = []
+    if clean:
+        hits = [str(r["day"]) for r in store.query(_DAYS_BELOW, {**params, "clean": clean})]
+    days = sorted(set(hits) | set(raw), reverse=True)
+    found: list[dict[str, Any]] = []
+    taken, chunk = 0, 1
+    while taken < len(days) and len(found) < limit:
+        batch = days[taken : taken + chunk]
+        taken += len(batch)
+        chunk *= 2
+        found += store.query(_BELOW_IN_DAYS, {**params, "days": batch})
+    found = found[:limit]
+    if found:
+        sessions = {
+            str(r["activation_id"]): str(r["session_id"])
+            for r in store.query(
+                _SESSIONS,
+                {**params, "ids": sorted({str(r["activation_id"]) for r in found})},
+            )
+        }
+        for row in found:
+            row["session_id"] = sessions.get(str(row["activation_id"]), "")
+    return found

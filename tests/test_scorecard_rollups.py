@@ -1,0 +1,280 @@
+"""The scorecard read models (migration 0012) give the raw-row query's answers: across skills,
+windows, versions and the gate's reads, after a backfill, before and after a refresh, after
+rescoring and after a second rebuild."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.scorecard import skill_names, zipf_counts
+from benchmarks.synthetic_store import (
+    EVALUATORS,
+    SyntheticPlan,
+    fill_synthetic_scorecards,
+    skill_version,
+)
+from skillsight.store import EmbeddedStore, Store
+from skillsight.store._rollups import CLOCK_MARGIN_US
+
+PROJECT = "p"
+SKILLS = skill_names(4)
+# The newest activation starts mid-afternoon, so windows start inside a day.
+END = datetime(2026, 11, 20, 15, 30, 12, tzinfo=UTC)
+
+
+def _equal(raw: Any, fast: Any, where: str = "") -> None:
+    """Equal, floats up to their summation order (a mean's last bits)."""
+    if isinstance(raw, dict):
+        assert raw.keys() == fast.keys(), where
+        for key in raw:
+            _equal(raw[key], fast[key], f"{where}.{key}")
+    elif isinstance(raw, list):
+        assert len(raw) == len(fast), f"{where}: {len(raw)} rows, {len(fast)} rows"
+        for index, (a, b) in enumerate(zip(raw, fast, strict=True)):
+            _equal(a, b, f"{where}[{index}]")
+    elif isinstance(raw, float) and isinstance(fast, float):
+        assert math.isclose(raw, fast, rel_tol=1e-12, abs_tol=1e-15), f"{where}: {raw} {fast}"
+    else:
+        assert raw == fast, f"{where}: {raw!r} != {fast!r}"
+
+
+def _windows() -> list[datetime | None]:
+    """All time, a window starting inside a day, one starting at midnight."""
+    midnight = END.replace(hour=0, minute=0, second=0, microsecond=0)
+    return [None, END - timedelta(days=7), midnight - timedelta(days=30)]
+
+
+def _compare(store: Store, skills: tuple[str, ...] = SKILLS) -> int:
+    """Every scorecard and gate read of these skills, read models against raw rows; returns
+    the gate rows compared."""
+    cards = store.scorecards
+    gate_rows = 0
+    for skill in skills:
+        versions = ["", skill_version(skill, 2)]
+        for since in _windows():
+            for version in versions:
+                where = f"{skill} since {since} version {version[:8]}"
+                raw = cards.raw_rows(PROJECT, skill, version=version, since=since)
+                _equal(raw, cards.rows(PROJECT, skill, version=version, since=since), where)
+            for evaluator, below, version in (("security", 1.0, ""), ("", 0.5, versions[1])):
+                args: dict[str, Any] = {
+                    "evaluator": evaluator,
+                    "version": version,
+                    "since": since,
+                    "limit": 7,
+                }
+                found = cards.below(PROJECT, skill, below, **args)
+                assert found == cards.raw_below(PROJECT, skill, below, **args), f"{skill} {args}"
+                gate_rows += len(found)
+    return gate_rows
+
+
+def _rescore(store: Store, skill: str, day: str, score: float, version: str) -> int:
+    """New rows (through the store's write path) for every evaluation of a skill's
+    activations started on one day."""
+    found = store.query(
+        "SELECT activation_id, evaluator, skill_version FROM evaluations "
+        "WHERE project_id = {p:String} AND skill_name = {s:String} AND activation_id IN ("
+        "  SELECT activation_id FROM activations WHERE project_id = {p:String}"
+        "  AND skill_name = {s:String} AND toDate(started_at) = {d:Date}) "
+        "LIMIT 1 BY activation_id, evaluator",
+        {"p": PROJECT, "s": skill, "d": day},
+    )
+    stamp = int(datetime.now(UTC).timestamp() * 1e6)
+    rows = [
+        {
+            "activation_id": r["activation_id"],
+            "evaluator": r["evaluator"],
+            "evaluator_version": version,
+            "skill_name": skill,
+            "skill_version": r["skill_version"],
+            "score": score,
+            "passed": score >= 1.0,
+            "label": "rescored",
+            "reason": f"rescored to {score}",
+            "evidence_step_ids": [1],
+            "evidence_tool_call_ids": [],
+            "findings": "[]",
+            "evaluated_at_us": stamp,
+        }
+        for r in found
+    ]
+    return store.evaluations.write(PROJECT, rows)
+
+
+def test_the_read_models_answer_as_the_raw_rows(tmp_path: Path) -> None:
+    """A few thousand synthetic activations over 90 days written by SQL (a store from before
+    the read models), backfilled; then rescored through the store's write path, refreshed,
+    rebuilt a second time and rescored again."""
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        store.migrate()
+        plan = SyntheticPlan(
+            PROJECT, SKILLS, tuple(zipf_counts(2400, len(SKILLS))), int(END.timestamp() * 1e6)
+        )
+        fill_synthetic_scorecards(store, plan)
+        rollups = store.scorecards.rollups
+        assert not rollups.ready()  # rows the read models have not seen
+        rollups.backfill()
+        assert rollups.ready()
+        assert all(state.clean for state in rollups.day_states(PROJECT))
+        assert _compare(store) > 0
+        _rescored_days_are_marked_and_refreshed(store)
+        _second_rebuild(store)
+    finally:
+        store.close()
+
+
+def _rescored_days_are_marked_and_refreshed(store: Store) -> None:
+    rollups = store.scorecards.rollups
+    popular, other = SKILLS[0], SKILLS[2]
+    days = [(END - timedelta(days=n)).date().isoformat() for n in (0, 5)]
+    assert _rescore(store, popular, days[0], 0.25, "9") > 0
+    assert _rescore(store, popular, days[1], 1.0, "1") > 0
+    assert _rescore(store, other, days[1], 0.0, "2") > 0
+    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
+    assert dirty == {(popular, days[0]), (popular, days[1]), (other, days[1])}
+    _compare(store, (popular, other))  # the marked days read from the copied rows
+    before = {(s.skill_name, s.day): s.refreshed_us for s in rollups.day_states(PROJECT)}
+    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
+    assert rollups.refresh_dirty() == 3
+    after = rollups.day_states(PROJECT)
+    assert all(state.clean for state in after)
+    redone = {
+        (s.skill_name, s.day) for s in after if s.refreshed_us != before[(s.skill_name, s.day)]
+    }
+    assert redone == dirty  # only the marked days were recomputed
+    assert rollups.refresh_dirty() == 0
+    rollups.clock_margin_us = CLOCK_MARGIN_US
+    _compare(store, (popular, other))
+
+
+def _second_rebuild(store: Store) -> None:
+    skill = SKILLS[1]
+    day = (END - timedelta(days=2)).date().isoformat()
+    store.execute(
+        "INSERT INTO activations SELECT * REPLACE (rebuilt_at + toIntervalHour(2) AS rebuilt_at,"
+        " concat(session_id, '-again') AS session_id) FROM activations "
+        "WHERE project_id = {p:String} AND skill_name = {s:String}"
+        " AND toDate(started_at) = {d:Date}",
+        {"p": PROJECT, "s": skill, "d": day},
+    )
+    _compare(store, (skill,))  # the gate names the newest rebuild's session
+    assert _rescore(store, skill, day, 0.5, "3") > 0
+    _compare(store, (skill,))
+
+
+def _activation_rows(store: Store, count: int) -> list[dict[str, Any]]:
+    """Activations written by SQL (the rebuild's own writer is tested elsewhere)."""
+    store.execute(
+        "INSERT INTO activations (project_id, activation_id, session_id, trace_id, skill_name,"
+        " skill_version, started_at, rebuilt_at) "
+        "SELECT {p:String}, concat('a', toString(number)), concat('s', toString(number % 7)),"
+        " 't', if(number % 3 = 0, 'csv', 'pdf'), if(number % 5 = 0, 'v2', 'v1'),"
+        " fromUnixTimestamp64Micro({end:Int64} - number * 3600000000, 'UTC'), now64(6) "
+        "FROM numbers({n:UInt64})",
+        {"p": PROJECT, "end": int(END.timestamp() * 1e6), "n": count},
+    )
+    return store.query(
+        "SELECT activation_id, skill_name, skill_version FROM activations "
+        "WHERE project_id = {p:String} ORDER BY activation_id",
+        {"p": PROJECT},
+    )
+
+
+def test_a_store_written_through_the_store_needs_no_backfill(store: Store) -> None:
+    assert store.scorecards.rollups.ready()  # no evaluations yet: nothing to copy
+    activations = _activation_rows(store, 300)
+    base = int(END.timestamp() * 1e6)
+    for attempt, evaluator_version in enumerate(("1", "1", "2")):
+        rows = [
+            {
+                "activation_id": a["activation_id"],
+                "evaluator": evaluator,
+                "evaluator_version": evaluator_version,
+                "skill_name": a["skill_name"],
+                "skill_version": a["skill_version"],
+                "score": None if (i + attempt) % 11 == 0 else ((i * 7 + attempt) % 10) / 9,
+                "passed": None if (i + attempt) % 11 == 0 else (i * 7 + attempt) % 10 == 9,
+                "label": "not_applicable" if (i + attempt) % 11 == 0 else "scored",
+                "reason": f"attempt {attempt}",
+                "evidence_step_ids": [],
+                "evidence_tool_call_ids": [],
+                "findings": "[]",
+                "evaluated_at_us": base + attempt * 1_000_000,
+            }
+            for i, a in enumerate(activations)
+            for evaluator in EVALUATORS[:3]
+            if attempt == 0 or i % (attempt + 2) == 0
+        ]
+        store.evaluations.write(PROJECT, rows)
+        cards = store.scorecards
+        for skill in ("csv", "pdf"):
+            for since in _windows():
+                for version in ("", "v1", "v2"):
+                    raw = cards.raw_rows(PROJECT, skill, version=version, since=since)
+                    assert raw["versions"], "the data reaches every window"
+                    _equal(raw, cards.rows(PROJECT, skill, version=version, since=since))
+                expected = cards.raw_below(PROJECT, skill, 0.5, since=since, limit=9)
+                assert cards.below(PROJECT, skill, 0.5, since=since, limit=9) == expected
+        if attempt == 1:
+            store.scorecards.rollups.refresh_dirty()
+
+
+def test_evaluations_of_unstored_activations_stay_out_as_the_join_leaves_them(
+    store: Store,
+) -> None:
+    activations = _activation_rows(store, 3)
+    rows = [
+        {
+            "activation_id": activation_id,
+            "evaluator": "security",
+            "evaluator_version": "1",
+            "skill_name": "csv",
+            "skill_version": "v1",
+            "score": 0.0,
+            "passed": False,
+            "label": "unsafe",
+            "evaluated_at_us": int(END.timestamp() * 1e6),
+        }
+        for activation_id in (activations[0]["activation_id"], "never-stored")
+    ]
+    store.evaluations.write(PROJECT, rows)
+    card = store.scorecards.rows(PROJECT, "csv")
+    assert card == store.scorecards.raw_rows(PROJECT, "csv")
+    assert [v["activations"] for v in card["versions"]] == [1]
+
+
+def test_the_read_models_are_used_once_ready(tmp_path: Path) -> None:
+    """With the copied rows emptied behind its back, a ready store's scorecard shows it reads
+    the read models, not the raw rows."""
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        store.migrate()
+        activations = _activation_rows(store, 5)
+        store.evaluations.write(
+            PROJECT,
+            [
+                {
+                    "activation_id": a["activation_id"],
+                    "evaluator": "security",
+                    "evaluator_version": "1",
+                    "skill_name": a["skill_name"],
+                    "skill_version": a["skill_version"],
+                    "score": 1.0,
+                    "passed": True,
+                    "label": "clean",
+                    "evaluated_at_us": int(END.timestamp() * 1e6),
+                }
+                for a in activations
+            ],
+        )
+        assert store.scorecards.rows(PROJECT, "pdf")["versions"]
+        store.execute("TRUNCATE TABLE scorecard_rows")
+        assert store.scorecards.rows(PROJECT, "pdf")["versions"] == []
+        assert store.scorecards.raw_rows(PROJECT, "pdf")["versions"]
+    finally:
+        store.close()
