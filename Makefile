@@ -31,7 +31,8 @@ test: $(STAMP)
 ## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
 ## ingest, instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
-## generated store is kept in .skillsight/bench-scorecard and reused)
+## generated store is kept in .skillsight/bench-scorecard and reused), scale-out (activations
+## evaluated per second with 1, 2 and 3 worker processes on one store)
 bench: $(STAMP)
 	$(PY) -m benchmarks ingest
 	$(PY) -m benchmarks overhead
@@ -40,6 +41,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks eval-latency
 	$(PY) -m benchmarks judges
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep
+	$(PY) -m benchmarks scale-out
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests demo benchmarks

@@ -243,3 +243,40 @@ def bench_judges(
         raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps(report, indent=2))
+
+
+@app.command("scale-out")
+def bench_scale_out(
+    sessions: Annotated[int, typer.Option("--sessions", help="Sessions per run.")] = 3000,
+    workers: Annotated[
+        str, typer.Option("--workers", help="Worker counts to run, comma-separated.")
+    ] = "1,2,3",
+    clickhouse: Annotated[
+        str | None,
+        typer.Option(
+            "--clickhouse",
+            help="A ClickHouse server to use (a database per run); default: the test suite's "
+            "chdb-backed HTTP endpoint.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure activations evaluated per second with 1, 2 and 3 worker processes
+    (`serve --role worker`) on the same store, and spans per collector CPU-second.
+
+    Example: python -m benchmarks scale-out --sessions 3000 --workers 1,2,3
+    """
+    from benchmarks.scale_out import run_scale_out_bench
+
+    try:
+        counts = tuple(int(n) for n in workers.split(","))
+        report = run_scale_out_bench(
+            sessions=sessions, worker_counts=counts, clickhouse=clickhouse, console=console
+        )
+    except (SkillsightError, ValueError) as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))

@@ -232,15 +232,21 @@ class Finalizer:
 
     async def _run(self) -> None:
         while not self._stop.is_set():
+            backlog = False
             try:
                 await self._discover()
                 now = time.monotonic()
                 due = [k for k, p in self._pending.items() if p.due <= now]
                 if due:
                     await self._pass(due[: self.batch_max], wait_for_roots=True)
+                # more than a batch was due: the next batch goes at once, not after a poll
+                backlog = len(due) > self.batch_max
             except Exception as exc:  # the loop outlives any one failure
                 self._count_error(f"finalizer pass failed: {exc}")
                 log.exception("finalizer pass failed")
+            if backlog:
+                await asyncio.sleep(0)  # let the rest of the loop run between batches
+                continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.poll_s)
 
