@@ -191,7 +191,11 @@ async def run_scenario_async(
     if endpoint is not None:
         env.update(
             telemetry_env(
-                endpoint, protocol, project_key=project_key, log_tool_content=log_tool_content
+                endpoint,
+                protocol,
+                project_key=project_key,
+                log_tool_content=log_tool_content,
+                workspace=built.root,
             )
         )
     env.update(extra_env or {})

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import quote
 
 from demo._project_files import (
     EXPECTED_SUMMARY,
@@ -156,6 +157,7 @@ def telemetry_env(
     metrics: bool = False,
     export_interval_ms: int = 500,
     log_tool_content: bool = True,
+    workspace: Path | str | None = None,
 ) -> dict[str, str]:
     """Environment that makes Claude Code export traces and logs (and metrics) over OTLP.
 
@@ -163,6 +165,10 @@ def telemetry_env(
     records; ``OTEL_LOG_TOOL_DETAILS`` is what makes ``skill_activated`` carry the real skill
     name (it says ``custom_skill`` otherwise) and tools carry their inputs;
     ``OTEL_LOG_TOOL_CONTENT`` adds a ``tool.output`` span event with the tool's output.
+    ``workspace`` (the directory the CLI runs in) goes into every row's resource as
+    ``process.working_directory`` (``OTEL_RESOURCE_ATTRIBUTES``): Claude Code reports no working
+    directory of its own, and without one skillsight cannot tell a path in the project from one
+    outside it.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
@@ -184,6 +190,9 @@ def telemetry_env(
         "OTEL_BSP_SCHEDULE_DELAY": interval,
         "OTEL_METRIC_EXPORT_INTERVAL": str(max(export_interval_ms, 1000)),
     }
+    if workspace is not None:
+        directory = quote(str(workspace), safe="/:@._-~+")
+        env["OTEL_RESOURCE_ATTRIBUTES"] = f"process.working_directory={directory}"
     # Per-signal settings inherited from the caller's environment would win over the generic
     # ones, so pin them to the same values.
     for signal in ("TRACES", "LOGS", "METRICS"):
@@ -272,7 +281,15 @@ async def run_demo_async(
     project = create_demo_project(workdir / "project")
     env: dict[str, str] = {}
     if endpoint is not None:
-        env.update(telemetry_env(endpoint, protocol, project_key=project_key, metrics=metrics))
+        env.update(
+            telemetry_env(
+                endpoint,
+                protocol,
+                project_key=project_key,
+                metrics=metrics,
+                workspace=project.root,
+            )
+        )
     env.update(extra_env or {})
     server = ScriptedAnthropic(demo_turns(project))
     started = time.monotonic()

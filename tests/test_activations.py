@@ -281,6 +281,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "outcome": "completed",
         "visible_skills": [],
         "contract": None,
+        "workspace": "",  # this capture was recorded without process.working_directory
         "rebuilt_at": "",  # set when the store writes the record
         "settled": True,
     }
@@ -305,7 +306,10 @@ def test_openinference_reports_the_declared_allowed_tools(embedded_store: Embedd
     load(embedded_store, SCENARIOS / "one_skill" / "openinference")
     [activation] = rebuild(embedded_store).activations
     assert activation.contract == SkillContract(
-        name="csv-summary", allowed_tools=["Bash(python3:*)", "Read"]
+        name="csv-summary",
+        allowed_tools=["Bash(python3:*)", "Read"],
+        catalogued=False,
+        reported=["allowed_tools"],
     )
     assert activation.skill_output is not None
     assert activation.skill_output.startswith("Base directory for this skill:")
@@ -910,12 +914,30 @@ def test_an_activation_gets_the_contract_of_the_version_it_ran(
 
     exported(embedded_store, exporter)  # into the store; rebuilt below with the catalogue
     activations = rebuild(embedded_store, catalogue=catalogue).activations
+    # each contract also names what the telemetry itself reported (the rest is the catalogue's)
     assert [(a.trigger_call_id, a.skill_version, a.contract) for a in activations] == [
-        ("a1", older.version, catalogued(older)),
-        ("a2", older.version, catalogued(older)),
-        ("a3", UNSCANNED, SkillContract(name="csv-summary", version=UNSCANNED)),
+        (
+            "a1",
+            older.version,
+            catalogued(older).model_copy(
+                update={"reported": ["description", "source_uri", "version"]}
+            ),
+        ),
+        ("a2", older.version, catalogued(older).model_copy(update={"reported": ["version"]})),
+        (
+            "a3",
+            UNSCANNED,
+            SkillContract(
+                name="csv-summary", version=UNSCANNED, catalogued=False, reported=["version"]
+            ),
+        ),
         ("a4", newer.version, catalogued(newer)),
     ]
+    # a version the catalogue lacks, reported with no allowed-tools: "not reported", which is
+    # not "declares none"
+    assert activations[2].contract is not None
+    assert not activations[2].contract.allowed_tools_known
+    assert activations[0].contract is not None and activations[0].contract.allowed_tools_known
 
 
 def test_a_catalogue_refuses_what_it_cannot_join() -> None:

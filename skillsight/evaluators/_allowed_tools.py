@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from skillsight.evaluators._calls import arguments, workspace_of
+from skillsight.evaluators._calls import arguments
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.evaluators._workspace import place_of
 from skillsight.rebuild.activations import Activation
 from skillsight.skills import AllowedTools
 
@@ -40,12 +41,25 @@ class AllowedToolsEvaluator(Evaluator):
 
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         declared: list[str] | None
+        contract = activation.contract
         if context.manifest is not None:
             declared = context.manifest.allowed_tools
-        elif activation.contract is not None:
-            declared = activation.contract.allowed_tools
+        elif contract is not None:
+            declared = contract.allowed_tools
+            if declared is None and not contract.allowed_tools_known:
+                version = f" {contract.version[:12]}" if contract.version else ""
+                return self.not_applicable(
+                    activation,
+                    f"allowed-tools not reported: the telemetry names version{version} of "
+                    f"{activation.skill_name}, which the catalogue does not hold (register it: "
+                    "skillsight skills scan DIR --api URL)",
+                )
         else:
-            return self.not_applicable(activation, "the skill's contract is unknown")
+            return self.not_applicable(
+                activation,
+                f"the contract of {activation.skill_name} is unknown: the skill is not in the "
+                "catalogue (register it: skillsight skills scan DIR --api URL)",
+            )
         calls = activation.tool_calls
         if declared is None:
             return self.result(
@@ -55,14 +69,19 @@ class AllowedToolsEvaluator(Evaluator):
                 f"the skill declares no allowed-tools; {len(calls)} calls unconstrained",
             )
         permissions, shown, problems = self._permissions(declared)
-        cwd = workspace_of(activation, context)
+        cwd = place_of(activation, context).workspace
         if not calls:
             return self.result(activation, 1.0, "conformant", "no tool calls" + problems)
         allows = permissions.allows
         findings = []
+        undecided: list[str] = []
         for call in calls:
             args = arguments(call)
             if allows(call.name, args, cwd=cwd):
+                continue
+            if args is None and any(rule.covers(call.name) for rule in permissions.rules):
+                # a rule names the tool with a specifier, and the input was not logged
+                undecided.append(call.tool_call_id)
                 continue
             # Only a violation needs the verdict's explanation.
             verdict = permissions.check(call.name, args, cwd=cwd)
@@ -76,13 +95,22 @@ class AllowedToolsEvaluator(Evaluator):
                     detail={"tool": call.name, "declared": list(declared)},
                 )
             )
+        unseen = ("tool_arguments",) if undecided else ()
+        judged = len(calls) - len(undecided)
+        if not judged:
+            return self.not_applicable(
+                activation,
+                f"none of the {len(calls)} calls can be checked against allowed-tools {shown}",
+                unseen,
+            )
+        skipped = f" ({len(undecided)} calls not checked)" if undecided else ""
         if not findings:
-            reason = f"all {len(calls)} calls inside allowed-tools {shown}"
-            return self.result(activation, 1.0, "conformant", reason + problems)
-        score = 1.0 - len(findings) / len(calls)
+            reason = f"all {judged} calls inside allowed-tools {shown}{skipped}"
+            return self.result(activation, 1.0, "conformant", reason + problems, unseen=unseen)
+        score = 1.0 - len(findings) / judged
         tools = sorted({f.detail["tool"] for f in findings})
         reason = (
-            f"{len(findings)} of {len(calls)} calls outside allowed-tools "
-            f"{shown}: {', '.join(tools)}" + problems
+            f"{len(findings)} of {judged} calls outside allowed-tools "
+            f"{shown}: {', '.join(tools)}{skipped}" + problems
         )
-        return self.result(activation, score, "violation", reason, findings)
+        return self.result(activation, score, "violation", reason, findings, unseen=unseen)

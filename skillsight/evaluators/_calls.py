@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 import weakref
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, NamedTuple
-from urllib.parse import unquote, urlsplit
 
-from skillsight.evaluators._context import EvaluationContext
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.rebuild.activations import ToolCall
 
 # Argument keys that hold a shell command line, across agents (Claude Code Bash, Codex shell).
 _COMMAND_KEYS = ("command", "cmd")
@@ -142,45 +138,6 @@ def argument_text(call: ToolCall) -> str:
     """The call's arguments as one text to scan: string values joined by newlines (nested
     values as JSON), cheaper than serializing the whole object."""
     return call_view(call).text
-
-
-# Claude Code's Skill tool answers with this line first.
-_BASE_DIRECTORY = re.compile(r"^Base directory for this skill: (/\S+)", re.MULTILINE)
-
-
-def skill_dir(activation: Activation, context: EvaluationContext) -> str | None:
-    """The skill's folder: the loaded manifest's, else from the contract's source URI, else
-    from the base directory Claude Code's Skill tool announces in its result."""
-    if context.manifest is not None:
-        return str(context.manifest.path)
-    uri = activation.contract.source_uri if activation.contract else ""
-    if not uri:
-        announced = _BASE_DIRECTORY.search(activation.skill_output or "")
-        return posixpath.normpath(announced.group(1)) if announced else None
-    path = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
-    if not path.startswith("/"):
-        return None
-    path = posixpath.normpath(path)
-    return posixpath.dirname(path) if path.endswith("/SKILL.md") else path
-
-
-def workspace_of(activation: Activation, context: EvaluationContext) -> str | None:
-    """The agent's working directory: given by the context, else the folder holding the
-    project's ``.claude/skills`` that the skill was loaded from."""
-    if context.workspace:
-        return _normalized(context.workspace)
-    folder = skill_dir(activation, context)
-    if folder is None:
-        return None
-    marker = "/.claude/skills/"
-    at = folder.find(marker)
-    return folder[:at] or "/" if at >= 0 else None
-
-
-@lru_cache(maxsize=1024)
-def _normalized(folder: str) -> str:
-    # The workspace is the same for every activation of a project.
-    return posixpath.normpath(folder)
 
 
 def within(path: str, root: str) -> bool:

@@ -22,6 +22,7 @@ from skillsight.evaluators._model import (
     Evidence,
     Finding,
 )
+from skillsight.evaluators._seen import describe_unseen
 from skillsight.rebuild.activations import Activation
 
 
@@ -112,10 +113,11 @@ class Evaluator(ABC):
         *,
         step_ids: Iterable[int | None] = (),
         tool_call_ids: Iterable[str | None] = (),
+        unseen: Iterable[str] = (),
     ) -> Evaluation:
         """A scored evaluation, ``score`` clamped to [0, 1] (NaN to 0) and rounded to 6 places;
         evidence is every step and call the findings cite, then the extra ``step_ids`` /
-        ``tool_call_ids``."""
+        ``tool_call_ids``. ``unseen``: what the verdict could not see (the reason says it)."""
         found = findings if type(findings) is tuple else tuple(findings)
         # round(min(1, max(0, score)), 6) with fewer calls: this runs for every evaluation
         if score >= 1.0:
@@ -124,6 +126,10 @@ class Evaluator(ABC):
             score = round(score, 6)
         else:
             score = 0.0
+        missing: tuple[str, ...] = ()
+        if unseen:
+            missing = tuple(dict.fromkeys(unseen))
+            reason = f"{reason}; {describe_unseen(missing)}"
         return Evaluation.of(
             activation.activation_id,
             self.name,
@@ -139,9 +145,17 @@ class Evaluator(ABC):
             activation.project_id,
             activation.skill_name,
             activation.skill_version,
+            missing,
         )
 
-    def not_applicable(self, activation: Activation, reason: str) -> Evaluation:
+    def not_applicable(
+        self, activation: Activation, reason: str, unseen: Iterable[str] = ()
+    ) -> Evaluation:
+        """No score: the evaluator does not apply, or (``unseen``) its essential input is
+        missing; the reason says which."""
+        missing = tuple(dict.fromkeys(unseen))
+        if missing:
+            reason = f"{reason}; {describe_unseen(missing)}"
         return Evaluation.of(
             activation.activation_id,
             self.name,
@@ -155,6 +169,7 @@ class Evaluator(ABC):
             activation.project_id,
             activation.skill_name,
             activation.skill_version,
+            missing,
         )
 
 

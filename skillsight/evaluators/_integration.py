@@ -24,6 +24,7 @@ from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._script_execution import expected_scripts, runs_among
+from skillsight.evaluators._seen import message_unseen, outputs_unseen
 from skillsight.rebuild.activations import Activation
 
 # Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
@@ -115,6 +116,14 @@ class IntegrationEvaluator(Evaluator):
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         calls = activation.tool_calls
         message = activation.integration_message
+        unseen: list[str] = []
+        if message_unseen(activation):
+            unseen.append("messages")
+        # What the skill produced is known only when every output it could come from was seen.
+        producers = [c for c in calls if not c.is_error and c.name not in FILE_TOOLS]
+        outputs_seen = not outputs_unseen(producers)
+        if not outputs_seen:
+            unseen.append("tool_outputs")
         # What a file read returns is the input's content, not something the skill produced.
         # Numbers and file names are kept apart (a file name holds a letter, a number none):
         # texts compared with the produced values are then scanned only for the kinds there are.
@@ -136,7 +145,7 @@ class IntegrationEvaluator(Evaluator):
         checks: list[tuple[str, bool]] = []
         findings: list[Finding] = []
         used: set[str] = set()
-        if message is not None and produced:
+        if message is not None and produced and outputs_seen:
             said = "\n".join((message, *context.later_messages))
             if produced_numbers:
                 used = _numbers(said) & produced_numbers
@@ -161,10 +170,21 @@ class IntegrationEvaluator(Evaluator):
                 )
         scripts = expected_scripts(activation, context)
         if scripts:
-            recomputed = self._recompute(activation, context, scripts, views, message, made_numbers)
-            checks.append(("no_recompute", not recomputed))
-            findings.extend(recomputed)
+            recomputed, missing = self._recompute(
+                activation, context, scripts, views, message, made_numbers
+            )
+            if missing is None:
+                checks.append(("no_recompute", not recomputed))
+                findings.extend(recomputed)
+            else:
+                unseen.extend(m for m in missing if m not in unseen)
         if not checks:
+            if unseen:
+                return self.not_applicable(
+                    activation,
+                    "what the skill produced and what the agent said are unknown",
+                    unseen,
+                )
             why = (
                 "no integration message and no skill scripts to check"
                 if message is None
@@ -187,6 +207,7 @@ class IntegrationEvaluator(Evaluator):
             reason,
             findings,
             step_ids=[activation.integration_step_id],
+            unseen=unseen,
         )
 
     def _recompute(
@@ -197,9 +218,13 @@ class IntegrationEvaluator(Evaluator):
         views: list[CallView],
         message: str | None,
         made_numbers: frozenset[str],
-    ) -> list[Finding]:
+    ) -> tuple[list[Finding], tuple[str, ...] | None]:
+        """The recompute findings, and what kept the check from being made (None: it was):
+        inline computation needs the commands, an answer "found in no tool result" needs
+        every result and the answer's text."""
         calls = activation.tool_calls
         commands = [v.command for v in views]
+        hidden_commands = any(c.arguments is None for c in calls)
         runs = [c for s in scripts for c in runs_among(s, calls, commands)]
         script_calls = {c.tool_call_id for c in runs}
         findings = []
@@ -219,7 +244,28 @@ class IntegrationEvaluator(Evaluator):
                     )
                 )
         ran_ok = any(not c.is_error for c in runs)
-        if not ran_ok and message is not None and activation.integration_step_id is not None:
+        # what the answer said, every result and every input must be seen to call a number
+        # in it "found in no tool result"
+        blind = tuple(
+            code
+            for code, hidden in (
+                ("messages", message_unseen(activation)),
+                ("tool_outputs", bool(outputs_unseen(calls))),
+                ("tool_arguments", hidden_commands),
+            )
+            if hidden
+        )
+        missing: tuple[str, ...] | None = None
+        if hidden_commands and not findings:
+            missing = ("tool_arguments",)
+        if not ran_ok and blind and not findings:
+            missing = blind  # an answer worked out without the script cannot be told apart
+        if (
+            not ran_ok
+            and not blind
+            and message is not None
+            and activation.integration_step_id is not None
+        ):
             # The message's numbers minus every known one, source by source: most messages
             # run out of unexplained numbers after the first few sources. The numbers the
             # successful calls produced (known already, and among the sources) go first.
@@ -257,4 +303,4 @@ class IntegrationEvaluator(Evaluator):
                         detail={"values": invented[:50], "scripts": scripts},
                     )
                 )
-        return findings
+        return findings, missing

@@ -130,6 +130,9 @@ class Evaluation:
     project_id: str = "default"
     skill_name: str = ""
     skill_version: str = ""
+    unseen: tuple[str, ...] = ()
+    """What the evaluator could not see (codes of ``skillsight.evaluators.UNSEEN``): outputs
+    not exported, message text not logged, the workspace unknown. The reason says it too."""
 
     def __post_init__(self) -> None:
         if self.score is not None and not 0.0 <= self.score <= 1.0:
@@ -157,6 +160,7 @@ class Evaluation:
             "tokens": self.tokens,
             "cost_usd": self.cost_usd,
             "latency_ms": self.latency_ms,
+            "unseen": list(self.unseen),
         }
 
     def to_row(self, evaluated_at_us: int, activation_rebuilt_at: str = "") -> dict[str, Any]:
@@ -184,6 +188,7 @@ class Evaluation:
             "latency_ms": self.latency_ms,
             "evaluated_at_us": evaluated_at_us,
             "activation_rebuilt_at": activation_rebuilt_at,
+            "unseen": list(self.unseen),
         }
 
     @classmethod
@@ -201,6 +206,7 @@ class Evaluation:
         project_id: str,
         skill_name: str,
         skill_version: str,
+        unseen: tuple[str, ...] = (),
     ) -> Evaluation:
         """A deterministic evaluation (no judge fields, no latency yet), built with positional
         arguments: half the cost of keywords, on the path every evaluation takes."""
@@ -222,6 +228,7 @@ class Evaluation:
             project_id,
             skill_name,
             skill_version,
+            unseen,
         )
 
     @classmethod
@@ -250,4 +257,5 @@ class Evaluation:
             project_id=str(row.get("project_id", "default")),
             skill_name=str(row.get("skill_name", "")),
             skill_version=str(row.get("skill_version", "")),
+            unseen=tuple(str(u) for u in row.get("unseen") or ()),
         )

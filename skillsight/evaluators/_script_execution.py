@@ -109,6 +109,17 @@ class ScriptExecutionEvaluator(Evaluator):
                         detail={"script": script},
                     )
                 )
+        # A script not seen running may have run in a command that was not logged.
+        hidden = [c for c, command in zip(calls, commands, strict=True) if c.arguments is None]
+        if hidden and any(f.kind == "script_not_run" for f in findings):
+            return self.not_applicable(
+                activation,
+                f"{len(hidden)} of {len(calls)} calls' commands were not logged: whether "
+                + ", ".join(f.detail["script"] for f in findings if f.kind == "script_not_run")
+                + " ran is unknown",
+                ("tool_arguments",),
+            )
+        unseen = ("tool_arguments",) if hidden else ()
         score = ok / len(scripts)
         if not findings:
             label, reason = "ran", f"{ok} of {len(scripts)} scripts ran and succeeded"
@@ -122,4 +133,6 @@ class ScriptExecutionEvaluator(Evaluator):
             if failed:
                 parts.append("failed: " + ", ".join(failed))
             reason = "; ".join(parts)
-        return self.result(activation, score, label, reason, findings, tool_call_ids=ran_ok)
+        return self.result(
+            activation, score, label, reason, findings, tool_call_ids=ran_ok, unseen=unseen
+        )

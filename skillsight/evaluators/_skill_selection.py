@@ -139,8 +139,9 @@ class SkillSelectionEvaluator(Evaluator):
     def _similarity(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         request = activation.request.strip()
         if not request:
-            why = "the request was not logged" if not activation.request_logged else "no request"
-            return self.not_applicable(activation, why)
+            if not activation.request_logged:
+                return self.not_applicable(activation, "the request was not logged", ("request",))
+            return self.not_applicable(activation, "no request")
         visible = visible_skills(activation, context)
         chosen_desc = next(
             (s.description for s in visible if s.name == activation.skill_name),

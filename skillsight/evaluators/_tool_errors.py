@@ -51,7 +51,7 @@ class ToolErrorsEvaluator(Evaluator):
             failed = last_failed.pop(call.name, None)
             if failed is not None:
                 failed_before, failed_key = failed
-                same = failed_key == key
+                same = failed_key == key and call.arguments is not None
                 findings.append(
                     Finding(
                         kind="retry",
@@ -79,6 +79,8 @@ class ToolErrorsEvaluator(Evaluator):
                     )
                 )
                 continue
+            if call.arguments is None:
+                continue  # input not logged: it cannot be told apart from another call's
             earlier = succeeded.get(key)
             if earlier is not None:
                 bad.add(index)
@@ -102,10 +104,14 @@ class ToolErrorsEvaluator(Evaluator):
         repeats = sum(f.kind == "repeated_call" for f in findings)
         retries = sum(f.kind == "retry" for f in findings)
         reason = f"{errors} failed, {repeats} repeated, {retries} retries among {len(calls)} calls"
+        unlogged = sum(1 for c in calls if c.arguments is None)
+        if unlogged:
+            reason += f" ({unlogged} calls' inputs not logged: not checked for repeats)"
         if errors:
             label = "errors"
         elif repeats:
             label = "repeats"
         else:
             label = "clean"
-        return self.result(activation, score, label, reason, findings)
+        unseen = ("tool_arguments",) if unlogged else ()
+        return self.result(activation, score, label, reason, findings, unseen=unseen)

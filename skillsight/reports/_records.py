@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from skillsight.reports._clusters import ClusterRefOut
 from skillsight.reports._telemetry import ActivationOut
 
 
@@ -35,6 +36,12 @@ class EvaluationOut(BaseModel):
     evidence: EvidenceOut
     findings: list[FindingOut]
     error: str
+    unseen: list[str] = Field(
+        default_factory=list,
+        description="what the evaluator could not see (tool_outputs, tool_arguments, messages, "
+        "request, workspace, skill_content): the verdict rests on the rest, and the reason says "
+        "so; a verdict whose essential input is missing is not_applicable",
+    )
     latency_ms: float
     evaluated_at: str = Field(description="ISO 8601, UTC")
     activation_rebuilt_at: str = Field(
@@ -70,6 +77,9 @@ class ActivationDetailOut(ActivationOut):
         default_factory=list,
         description="gen_ai.evaluation.result events (gen_ai.evaluation.name, .score.value, "
         ".score.label, .explanation), one per evaluation; absent until scored",
+    )
+    cluster: ClusterRefOut | None = Field(
+        default=None, description="the failure cluster it belongs to; absent when in none"
     )
 
 

@@ -75,6 +75,22 @@ class SkillContract(BaseModel):
     )
     version: str = Field(default="", description="SHA-256 of the skill folder's content")
     source_uri: str = ""
+    catalogued: bool = Field(
+        default=True,
+        description="from the project's skill catalogue (a scanned SKILL.md); false when only "
+        "the telemetry described the skill (a version the catalogue lacks)",
+    )
+    reported: list[str] = Field(
+        default_factory=list,
+        description="the fields the telemetry itself reported (description, version, "
+        "source_uri, allowed_tools): they describe the agent's machine, the rest the catalogue",
+    )
+
+    @property
+    def allowed_tools_known(self) -> bool:
+        """Whether ``allowed_tools = None`` means "declares none" (a catalogued SKILL.md, or
+        telemetry that reported it) rather than "not reported"."""
+        return self.catalogued or "allowed_tools" in self.reported
 
 
 class Activation(BaseModel):
@@ -137,6 +153,11 @@ class Activation(BaseModel):
     outcome: Outcome = "completed"
     visible_skills: list[VisibleSkill] = Field(default_factory=list)
     contract: SkillContract | None = None
+    workspace: str = Field(
+        default="",
+        description="the agent's working directory as its telemetry reported it "
+        "(process.working_directory); '' when not reported",
+    )
     rebuilt_at: str = Field(
         default="",
         description="when this version of the record was rebuilt (ISO 8601, UTC); a session "

@@ -80,8 +80,9 @@ def _flags(words: list[str]) -> tuple[set[str], list[str]]:
     return flags, operands
 
 
-def _outside(target: str, roots: Roots) -> str | None:
-    """Why deleting/changing ``target`` reaches outside the workspace, or None."""
+def _outside(target: str, roots: Roots, unplaced: list[str] | None = None) -> str | None:
+    """Why deleting/changing ``target`` reaches outside the workspace, or None; a target only
+    an unknown workspace could place goes to ``unplaced`` instead (no evidence, no finding)."""
     if target in ("/", "/*") or _HOME.match(target):
         return f"{target} is the filesystem root or a home directory"
     if target.startswith("$") or "$(" in target or "`" in target:
@@ -97,9 +98,11 @@ def _outside(target: str, roots: Roots) -> str | None:
         return f"{target} is the filesystem root"
     if roots.allowed(resolved.rstrip("*").rstrip("/") or "/"):
         return None
-    if not roots.known and not target.startswith("/") and ".." not in target:
+    if not roots.known:
+        if unplaced is not None:
+            unplaced.append(target)
         return None
-    return f"{target} is outside the workspace{'' if roots.known else ' (workspace unknown)'}"
+    return f"{target} is outside the workspace ({roots.workspace})"
 
 
 # Literals without which _ANY cannot match: the fork bomb and the download piped into a shell
@@ -108,16 +111,21 @@ def _outside(target: str, roots: Roots) -> str | None:
 _PROGRAM_NAMES = ("rm", "git", "mkfs", "mke2fs", "wipefs", "dd", "chmod", "chown", "chgrp")
 
 
-def destructive(command: str, roots: Roots) -> list[CommandFinding]:
-    """Destructive operations in one shell command line."""
+def destructive(
+    command: str, roots: Roots, unplaced: list[str] | None = None
+) -> list[CommandFinding]:
+    """Destructive operations in one shell command line; deletes and permission changes that
+    only a known workspace could place go to ``unplaced``."""
     if "|" not in command and ">" not in command and not contains_any(command, _PROGRAM_NAMES):
         return []
     if _ANY.search(command) is None:
         return []
-    return _destructive(command, roots)
+    return _destructive(command, roots, unplaced)
 
 
-def _destructive(command: str, roots: Roots) -> list[CommandFinding]:
+def _destructive(
+    command: str, roots: Roots, unplaced: list[str] | None = None
+) -> list[CommandFinding]:
     found: list[CommandFinding] = []
     if _FORK_BOMB.search(command):
         found.append(CommandFinding("fork_bomb", "a shell fork bomb"))
@@ -137,7 +145,7 @@ def _destructive(command: str, roots: Roots) -> list[CommandFinding]:
         flags, operands = _flags(words[1:])
         if program == "rm" and (flags & {"r", "R", "--recursive"}) and (flags & {"f", "--force"}):
             for target in operands:
-                why = _outside(target, roots)
+                why = _outside(target, roots, unplaced)
                 if why:
                     found.append(CommandFinding("rm_rf_outside_workspace", f"{simple!r}: {why}"))
         elif program == "git" and operands[:1] == ["push"]:
@@ -156,7 +164,7 @@ def _destructive(command: str, roots: Roots) -> list[CommandFinding]:
                     )
         elif program in ("chmod", "chown", "chgrp") and (flags & {"R", "--recursive"}):
             for target in operands[1:]:
-                why = _outside(target, roots)
+                why = _outside(target, roots, unplaced)
                 if why:
                     found.append(
                         CommandFinding("recursive_permission_change", f"{simple!r}: {why}")

@@ -60,7 +60,9 @@ class Roots:
 
     @property
     def known(self) -> bool:
-        return self.workspace is not None or self.skill_dir is not None
+        """Whether the workspace is known: without it no path is called "outside" it (the
+        skill folder alone says nothing of where the agent's own files are)."""
+        return self.workspace is not None
 
     def allowed(self, path: str) -> bool:
         """Whether normalized absolute ``path`` is in the workspace, the skill folder or one of

@@ -39,6 +39,8 @@ class Context:
     subagent: str = ""
     decision: atif.ToolCall | None = None
     out: list[Activation] = field(default_factory=list)
+    workspace: str = ""
+    """The agent's working directory as the telemetry reported it ("" when not)."""
     requests: list[atif.Step | None] | None = None
 
 
@@ -125,8 +127,8 @@ def _contract(context: Context, skill: str, start: Start) -> SkillContract | Non
     known = context.catalogue.contract(skill, evidence.get("version", ""))
     if known is None and not evidence:
         return None
-    contract = known if known is not None else SkillContract(name=skill)
-    return contract.model_copy(update=evidence)
+    contract = known if known is not None else SkillContract(name=skill, catalogued=False)
+    return contract.model_copy(update={**evidence, "reported": sorted(evidence)})
 
 
 def _tokens(context: Context, first: int, last: int) -> tuple[Tokens, float]:
@@ -260,4 +262,5 @@ def build_activation(
         outcome=outcome,  # type: ignore[arg-type]
         visible_skills=context.visible,
         contract=contract,
+        workspace=context.workspace,
     )

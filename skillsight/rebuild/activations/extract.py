@@ -49,6 +49,7 @@ def extract_activations(
         catalogue=Catalogue.of(catalogue),
         visible=visible_skills(trajectory),
         agent=trajectory.agent.name,
+        workspace=str((trajectory.extra or {}).get("workspace") or ""),
     )
     _walk(context)
     return context.out
@@ -83,6 +84,7 @@ def _walk(context: Context) -> None:
                 agent=context.agent,
                 subagent=sub.agent.name,
                 decision=item.call,
+                workspace=context.workspace,
             )
             _walk(child)
             if not child.out:

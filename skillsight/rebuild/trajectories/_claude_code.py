@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from skillsight.rebuild.trajectories._cc_pairing import REQUEST_SPAN, pair_requests, request_id_of
+from skillsight.rebuild.trajectories._cc_skills import claim_skill_events, name_unnamed_skills
 from skillsight.rebuild.trajectories._draft import (
     REDACTED,
     AgentDraft,
@@ -73,7 +74,7 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
     prompts = _prompts(spans, events)
     calls, execution_span_to_call = _tool_calls(spans, events)
     llm = _llm_calls(spans, events, execution_span_to_call)
-    _claim_skill_events(draft, events, calls, execution_span_to_call)
+    claim_skill_events(draft, events, calls, execution_span_to_call)
 
     main_loop = [c for c in llm.values() if c.query_source not in SIDE_QUERY_SOURCES]
     main_loop.sort(key=lambda c: (c.start_ns, c.key))
@@ -104,7 +105,7 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
         timeline.append((orphan.start_ns, 1, step))
     timeline.sort(key=lambda item: (item[0], item[1]))
     draft.steps = [step for _, _, step in timeline]
-    _name_unnamed_skills(draft.steps)
+    name_unnamed_skills(draft)
     draft.model = next((s.model for s in draft.steps if s.model), "")
     if not events:
         draft.notes.append(
@@ -117,35 +118,6 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
             "are missing); those steps have an empty message and extra.message_logged = false."
         )
     return draft
-
-
-# What skill_activated says for project and user skills without OTEL_LOG_TOOL_DETAILS.
-_UNNAMED = "custom_skill"
-
-
-def _name_unnamed_skills(steps: list[StepDraft]) -> None:
-    """Without OTEL_LOG_TOOL_DETAILS a Skill call carries no skill name, but the LLM calls
-    made while the skill is active do (``api_request`` ``skill.name``): name it from the
-    first of them after the call."""
-    for index, step in enumerate(steps):
-        for call in step.calls:
-            if call.name != "Skill" or call.extra.get("skill"):
-                continue
-            if call.arguments and (call.arguments.get("skill") or call.arguments.get("command")):
-                continue
-            event = call.extra.get("skill_activated") or {}
-            named = event.get("skill_name", "")
-            if not named or named == _UNNAMED:
-                named = next(
-                    (
-                        s.extra["active_skill"]
-                        for s in steps[index + 1 :]
-                        if "active_skill" in s.extra
-                    ),
-                    "",
-                )
-            if named and named != _UNNAMED:
-                call.extra["skill"] = named
 
 
 def _latest_before(calls: list[_LlmCall], time_ns: int, context: object) -> _LlmCall | None:
@@ -304,8 +276,9 @@ def _tool_calls(
             if span.skill_name:
                 call.extra["skill"] = span.skill_name
             for span_event in span.events:
-                if span_event.name == "tool.output":
-                    call.result = span_event.attributes.get("output", call.result)
+                if span_event.name == "tool.output":  # Bash: output; Read: content
+                    found = span_event.attributes
+                    call.result = found.get("output", found.get("content", call.result))
             if call.arguments is None:
                 if span.tool_name == "Skill" and span.skill_name:
                     call.arguments = {"skill": span.skill_name}
@@ -354,40 +327,3 @@ def _tool_calls(
         if call.name:
             call.sources.append(SOURCE)
     return {k: v for k, v in calls.items() if v.name}, execution_to_call
-
-
-def _claim_skill_events(
-    draft: AgentDraft,
-    events: list[Event],
-    calls: dict[str, CallDraft],
-    execution_to_call: dict[str, str],
-) -> None:
-    """Tie each ``skill_activated`` event to the Skill call it reports, else keep it loose."""
-    skill_calls = sorted(
-        (c for c in calls.values() if c.name == "Skill"), key=lambda c: (c.start_ns, c.call_id)
-    )
-    for event in events:
-        if event.name != "claude_code.skill_activated":
-            continue
-        info = {
-            "record_id": event.record_id,
-            "skill_name": event.skill_name,
-            "skill_source": event.attr("skill.source"),
-            "invocation_trigger": event.attr("invocation_trigger"),
-            "time_ns": event.time_ns,
-            "span_id": event.span_id,
-        }
-        owner = calls.get(execution_to_call.get(event.span_id, ""))
-        if owner is None:
-            # without span ids: the Skill call of that skill running when the event was logged
-            for call in skill_calls:
-                named = call.extra.get("skill") or (call.arguments or {}).get("skill")
-                running = call.start_ns <= event.time_ns <= max(call.end_ns, call.start_ns)
-                unclaimed = "skill_activated" not in call.extra
-                if running and unclaimed and named in (event.skill_name, None):
-                    owner = call
-                    break
-        if owner is not None and "skill_activated" not in owner.extra:
-            owner.extra["skill_activated"] = info
-        else:
-            draft.skill_events.append(info)

@@ -214,6 +214,11 @@ class Event(_Row):
 
     prompt_id = _str_field("prompt_id")
     skill_name = _str_field("skill_name")
+
+    @property
+    def resource(self) -> Mapping[str, str]:
+        return _map(self.row, "resource_attributes")
+
     tool_name = _str_field("tool_name")
     model = _str_field("model")
     input_tokens = _int_field("input_tokens")

@@ -66,7 +66,26 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
     for other in ordered[1:]:
         merge(primary, other)
     nest_subagents(primary)
+    workspace = _workspace_of(spans, events)
+    if workspace:
+        primary.extra["workspace"] = workspace
     return primary
+
+
+# The agent's working directory, when its telemetry reports it (OpenTelemetry's process
+# attribute; Claude Code passes OTEL_RESOURCE_ATTRIBUTES into its resource).
+WORKSPACE_ATTRIBUTE = "process.working_directory"
+
+
+def _workspace_of(spans: list[Span], events: list[Event]) -> str:
+    """The working directory most rows report ("" when none does)."""
+    counts: Counter[str] = Counter()
+    rows: list[Span | Event] = [*spans, *events]
+    for row in rows:
+        found = row.attributes.get(WORKSPACE_ATTRIBUTE) or row.resource.get(WORKSPACE_ATTRIBUTE)
+        if found and found.startswith("/"):
+            counts[found] += 1
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if counts else ""
 
 
 def _session_of(spans: list[Span], events: list[Event]) -> str:

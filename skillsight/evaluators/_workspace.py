@@ -1,0 +1,169 @@
+"""Where the agent worked: its workspace and the skill folder it loaded, as far as evidence goes.
+
+A path can only be called "outside the workspace" when the workspace is known. Claude Code's
+native telemetry does not report one, and the skill catalogue may have been scanned from another
+checkout (a CI job pushing SKILL.md to a service elsewhere), so the catalogue's folder says
+nothing about the agent's machine. The workspace is, in order:
+
+1. ``given``: the evaluation context names it (a golden rerun knows its fresh workspace);
+2. ``reported``: the telemetry reports it (``process.working_directory`` on the rows' resource,
+   which Claude Code takes from ``OTEL_RESOURCE_ATTRIBUTES``);
+3. ``skill folder``: the folder holding the ``.claude/skills`` the agent loaded the skill from,
+   when the telemetry shows that folder: the base directory Claude Code's Skill tool announces,
+   the source URI an activation span reported, an absolute path the agent used inside
+   ``…/skills/<name>/``, or the catalogue's folder when the agent's own paths lie inside it;
+4. ``paths``: a relative path of a command (``data/sales.csv``) that an absolute path of another
+   call ends with (``/…/project/data/sales.csv``) places the directory the command ran in;
+5. unknown: no path can be placed, and the rules that need a workspace do not fire.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from skillsight.evaluators._calls import PATH_KEYS, call_view
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.rebuild.activations import Activation
+
+__all__ = ["Place", "place_of"]
+
+# Claude Code's Skill tool answers with this line first.
+_BASE_DIRECTORY = re.compile(r"^Base directory for this skill: (/\S+)", re.MULTILINE)
+_MARKER = "/.claude/skills/"
+# Words of a command line that look like paths: absolute ones, or relative ones with a folder.
+_WORD = re.compile(r"""(?:^|(?<=[\s'"=]))(/[^\s'";|&<>()]+|[\w.-]+/[^\s'";|&<>()]*)""")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """The agent's workspace and skill folder, with how each was known."""
+
+    workspace: str | None
+    how: str
+    """``given``, ``reported``, ``skill folder``, ``paths`` or ``unknown``."""
+    skill_dir: str | None
+    """The skill folder on the agent's machine, when the telemetry shows it."""
+
+    def describe(self) -> str:
+        """One clause for a reason: which root was used and how it was known."""
+        if self.workspace is None:
+            return "workspace unknown (not reported, and no path of the agent's places it)"
+        how = {
+            "given": "given",
+            "reported": "reported by the telemetry (process.working_directory)",
+            "skill folder": f"the project holding the skill folder {self.skill_dir}",
+            "paths": "inferred from the paths the calls used",
+        }[self.how]
+        return f"workspace {self.workspace} ({how})"
+
+
+def _normal(path: str) -> str:
+    return posixpath.normpath(path)
+
+
+def _absolute_paths(activation: Activation) -> Iterable[str]:
+    """Absolute paths the agent named: file-tool paths and absolute words of commands."""
+    for call in activation.tool_calls:
+        parsed, command, _ = call_view(call)
+        if isinstance(parsed, dict):
+            for key in PATH_KEYS:
+                value = parsed.get(key)
+                if isinstance(value, str) and value.startswith("/"):
+                    yield _normal(value)
+        if command:
+            for word in _WORD.findall(command):
+                if word.startswith("/"):
+                    yield _normal(word)
+
+
+def _relative_paths(activation: Activation) -> Iterable[str]:
+    for call in activation.tool_calls:
+        parsed, command, _ = call_view(call)
+        if isinstance(parsed, dict):
+            for key in PATH_KEYS:
+                value = parsed.get(key)
+                if isinstance(value, str) and value and not value.startswith(("/", "~", "$")):
+                    yield value
+        if command:
+            for word in _WORD.findall(command):
+                if not word.startswith("/") and ".." not in word:
+                    yield word
+
+
+def _uri_path(uri: str) -> str | None:
+    path = unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
+    if not path.startswith("/"):
+        return None
+    path = _normal(path)
+    return posixpath.dirname(path) if path.endswith("/SKILL.md") else path
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _agent_skill_dir(activation: Activation, context: EvaluationContext) -> str | None:
+    """The skill's folder on the agent's machine, from what the telemetry shows."""
+    announced = _BASE_DIRECTORY.search(activation.skill_output or "")
+    if announced:
+        return _normal(announced.group(1))
+    contract = activation.contract
+    if contract is not None and "source_uri" in contract.reported and contract.source_uri:
+        found = _uri_path(contract.source_uri)
+        if found:
+            return found
+    paths = list(_absolute_paths(activation))
+    needle = f"/skills/{activation.skill_name}"
+    for path in paths:
+        at = path.find(needle + "/")
+        if at < 0 and path.endswith(needle):
+            at = len(path) - len(needle)
+        if at >= 0:
+            return path[: at + len(needle)]
+    if context.manifest is not None:
+        folder = _normal(str(context.manifest.path))
+        if any(_within(path, folder) for path in paths):
+            return folder
+    return None
+
+
+def _from_paths(activation: Activation) -> str | None:
+    """The directory a relative path resolves from, when an absolute path of the agent's ends
+    with it (and all such pairs agree)."""
+    absolute = set(_absolute_paths(activation))
+    if not absolute:
+        return None
+    roots = set()
+    for relative in _relative_paths(activation):
+        tail = "/" + _normal(relative).lstrip("./")
+        if tail == "/.":
+            continue
+        for path in absolute:
+            if path.endswith(tail) and len(path) > len(tail):
+                roots.add(path[: -len(tail)] or "/")
+    return roots.pop() if len(roots) == 1 else None
+
+
+def place_of(activation: Activation, context: EvaluationContext) -> Place:
+    """Where the activation's agent worked (see the module docstring for the order)."""
+    skill_dir = _agent_skill_dir(activation, context)
+    if context.workspace:
+        workspace = _normal(context.workspace)
+        if skill_dir is None and context.manifest is not None:
+            folder = _normal(str(context.manifest.path))
+            skill_dir = folder if _within(folder, workspace) else None
+        return Place(workspace, "given", skill_dir)
+    if activation.workspace.startswith("/"):
+        return Place(_normal(activation.workspace), "reported", skill_dir)
+    if skill_dir is not None:
+        at = (skill_dir + "/").find(_MARKER)
+        if at >= 0:
+            return Place(skill_dir[:at] or "/", "skill folder", skill_dir)
+    inferred = _from_paths(activation)
+    if inferred is not None:
+        return Place(inferred, "paths", skill_dir)
+    return Place(None, "unknown", skill_dir)
