@@ -189,6 +189,12 @@ class Settings:
     eval_warm_up: bool = _setting(
         True, "bool", "skillsight serve loads the embedding model at start, not at the first score"
     )
+    scorecard_refresh_s: float = _setting(
+        5.0,
+        "float",
+        "how often evaluating processes refresh the scorecard aggregates of days scored since "
+        "(reads stay exact meanwhile); 0 = never",
+    )
     # Failure clusters (docs/clusters.md); checked at start-up by skillsight.clustering.
     cluster_enabled: bool = _setting(
         True, "bool", "cluster failing activations: runs on a schedule, new failures joined at once"

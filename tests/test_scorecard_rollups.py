@@ -4,6 +4,7 @@ rescoring and after a second rebuild."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,9 @@ from benchmarks.synthetic_store import (
     fill_synthetic_scorecards,
     skill_version,
 )
-from skillsight.store import EmbeddedStore, Store
+from skillsight.config import Settings
+from skillsight.runtime import build_services
+from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
 from skillsight.store._rollups import CLOCK_MARGIN_US
 
 PROJECT = "p"
@@ -278,3 +281,33 @@ def test_the_read_models_are_used_once_ready(tmp_path: Path) -> None:
         assert store.scorecards.raw_rows(PROJECT, "pdf")["versions"]
     finally:
         store.close()
+
+
+def test_the_refresher_backfills_then_refreshes_marked_days(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        store.migrate()
+        plan = SyntheticPlan(PROJECT, SKILLS[:2], (60, 30), int(END.timestamp() * 1e6), days=5)
+        fill_synthetic_scorecards(store, plan)
+        refresher = ReadModelRefresher(store, interval_s=60)
+        assert refresher.refresh_now() == 0  # the backfill refreshes what it copies
+        assert refresher.stats.backfilled_skills == 2 and store.scorecards.rollups.ready()
+        assert _rescore(store, SKILLS[0], END.date().isoformat(), 0.0, "5") > 0
+        store.scorecards.rollups.clock_margin_us = 0
+        assert refresher.refresh_now() == 1
+        assert refresher.health()["days_refreshed"] == 1
+        _equal(
+            store.scorecards.raw_rows(PROJECT, SKILLS[0]), store.scorecards.rows(PROJECT, SKILLS[0])
+        )
+    finally:
+        store.close()
+
+
+def test_evaluating_processes_run_a_refresher(embedded_store: EmbeddedStore) -> None:
+    async def health(role: str) -> dict[str, Any]:
+        settings = Settings(eval_warm_up=False, cluster_enabled=False)
+        async with build_services(settings, role=role, store=embedded_store) as services:
+            return services.health()
+
+    assert asyncio.run(health("all"))["read_models"]["enabled"] is True
+    assert asyncio.run(health("collector"))["read_models"] == {"enabled": False}

@@ -35,7 +35,7 @@ from skillsight.rebuild.catalogue import register_skill_dirs, skill_dirs, store_
 from skillsight.rebuild.finalizer import Finalizer
 from skillsight.rebuild.rebuild_pass import RebuildFn
 from skillsight.runtime._evaluation import build_scheduler
-from skillsight.store import Store, open_store
+from skillsight.store import ReadModelRefresher, Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,7 @@ class Services:
     scheduler: EvaluationScheduler | None = None
     poller: RebuiltSessionPoller | None = None
     clusterer: Clusterer | None = None
+    refresher: ReadModelRefresher | None = None
 
     def health(self) -> dict[str, object]:
         """The state of every service, for ``/healthz`` and the CLI."""
@@ -90,6 +91,7 @@ class Services:
         health["rebuild"] = self.finalizer.health() if self.finalizer else {"enabled": False}
         health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
         health["clustering"] = self.clusterer.health() if self.clusterer else {"enabled": False}
+        health["read_models"] = self.refresher.health() if self.refresher else {"enabled": False}
         return health
 
 
@@ -134,6 +136,11 @@ async def build_services(
                 store, _scoring_share(settings, shard, rebuilding), warm_up=warm_up
             )
             await stack.enter_async_context(services.scheduler)
+            if settings.scorecard_refresh_s > 0:  # the scorecard aggregates of what it scores
+                services.refresher = ReadModelRefresher(
+                    store, interval_s=settings.scorecard_refresh_s, shard=shard
+                )
+                await stack.enter_async_context(services.refresher)
             if settings.cluster_enabled:
                 services.clusterer = clusterer or Clusterer(
                     store, options=clusterer_options(settings, worker=shard)

@@ -11,6 +11,7 @@ from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFai
 from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
 from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
 from skillsight.store._rebuilds import RebuiltSession
+from skillsight.store._refresher import ReadModelRefresher
 from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
 from skillsight.store._server import ServerAddress, ServerStore
 from skillsight.store._sessions import SessionRows, TouchedSession
@@ -44,6 +45,7 @@ __all__ = [
     "GoldenSetRow",
     "MemberRow",
     "OnlineCounts",
+    "ReadModelRefresher",
     "RebuildResult",
     "RebuiltSession",
     "RerunRow",
