@@ -41,18 +41,20 @@ _NEWEST_REFRESH = """
     ORDER BY day, kind, skill_version, evaluator
     LIMIT 1 BY day, kind, skill_version, evaluator"""
 
-_PARTS = f"""
+
+def _parts(clean: bool, raw: bool) -> str:
+    """The per-day rows of the clean days (aggregates) and of the others (copied rows); a part
+    with no days is left out (an empty ``IN`` set would still read the skill's every row)."""
+    sources = ([_NEWEST_REFRESH] if clean else []) + ([DAY_AGGREGATES] if raw else [])
+    return f"""
 SELECT toString(day) AS day, kind, skill_version, evaluator, activations, scored,
        not_evaluated, passed, score_sum, score_min,
        toUnixTimestamp64Micro(first_started) AS first_us,
        toUnixTimestamp64Micro(last_started) AS last_us
-FROM (
-    {_NEWEST_REFRESH}
-    UNION ALL
-    {DAY_AGGREGATES}
-)
+FROM ({" UNION ALL ".join(sources)})
 WHERE {{version:String}} = '' OR skill_version = {{version:String}}
 ORDER BY day, kind, skill_version, evaluator"""
+
 
 # Clean days holding a current row of the evaluator (and version) scoring under the bound.
 _DAYS_BELOW = f"""
@@ -77,6 +79,8 @@ SELECT activation_id, session_id FROM activations
 WHERE project_id = {project:String} AND skill_name = {skill:String}
   AND activation_id IN {ids:Array(String)}
   AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+  AND started_at BETWEEN fromUnixTimestamp64Micro({first:Int64}, 'UTC')
+                     AND fromUnixTimestamp64Micro({last:Int64}, 'UTC')
 ORDER BY started_at, activation_id, rebuilt_at DESC
 LIMIT 1 BY activation_id"""
 
@@ -217,7 +221,9 @@ def scorecard_rows(
         **EVERY_ROW,
         "since": micros(since),
     }
-    return combine(store.query(_PARTS, params))
+    if not clean and not raw:
+        return combine([])
+    return combine(store.query(_parts(bool(clean), bool(raw)), params))
 
 
 def rows_below(
@@ -261,7 +267,13 @@ def rows_below(
             str(r["activation_id"]): str(r["session_id"])
             for r in store.query(
                 _SESSIONS,
-                {**params, "ids": sorted({str(r["activation_id"]) for r in found})},
+                {
+                    **params,
+                    "ids": sorted({str(r["activation_id"]) for r in found}),
+                    # the page's starts bound the rows to read (a rebuild keeps a start)
+                    "first": min(int(r["started_at_us"]) for r in found),
+                    "last": max(int(r["started_at_us"]) for r in found),
+                },
             )
         }
         for row in found:
