@@ -176,35 +176,42 @@ class Corpus:
             out.append(Item(defect(base, rng), f"oneoff:{kind}"))
         return out
 
-    def write_and_score(self, items: Sequence[Item]) -> dict[str, list[Evaluation]]:
-        """Store each item as a rebuilt session of its own and score it with the real
-        scheduler; return the evaluations written, by activation id."""
-        return asyncio.run(self._write_and_score([i.activation for i in items]))
-
-    async def _write_and_score(
-        self, activations: Sequence[Activation]
-    ) -> dict[str, list[Evaluation]]:
+    def write(self, items: Sequence[Item]) -> list[Activation]:
+        """Store each item as a rebuilt session of its own (one insert); return the
+        activations as stored (with their rebuild stamp)."""
         trajectory = self.bases["one_skill"].rebuilt.trajectory
+        activations = [i.activation for i in items]
         sessions = [
             SessionRebuild(
                 self.project_id,
                 Rebuilt(
-                    a.session_id, trajectory.model_copy(update={"session_id": a.session_id}), [a]
+                    a.session_id,
+                    trajectory.model_copy(update={"session_id": a.session_id}),
+                    [a],
                 ),
             )
             for a in activations
         ]
         stamps = self.store.rebuilds.write(sessions)
-        stamped = [
+        return [
             a.model_copy(update={"rebuilt_at": stamp_iso(s), "project_id": self.project_id})
             for a, s in zip(activations, stamps, strict=True)
         ]
+
+    async def score(self, activations: Sequence[Activation]) -> dict[str, list[Evaluation]]:
+        """Score stored activations with the real scheduler; the evaluations written, by
+        activation id."""
         out: dict[str, list[Evaluation]] = {}
         scheduler = EvaluationScheduler(self.store)
-        for start in range(0, len(stamped), 500):
-            for evaluation in await scheduler.score(self.project_id, stamped[start : start + 500]):
+        for start in range(0, len(activations), 500):
+            chunk = activations[start : start + 500]
+            for evaluation in await scheduler.score(self.project_id, chunk):
                 out.setdefault(evaluation.activation_id, []).append(evaluation)
         return out
+
+    def write_and_score(self, items: Sequence[Item]) -> dict[str, list[Evaluation]]:
+        """:meth:`write` then :meth:`score`."""
+        return asyncio.run(self.score(self.write(items)))
 
 
 def failed(evaluations: Sequence[Evaluation]) -> bool:

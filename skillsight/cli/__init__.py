@@ -10,7 +10,7 @@ from __future__ import annotations
 
 # isort: off
 from skillsight.cli._common import app
-from skillsight.cli import service, skills, activations, evaluation, bench
+from skillsight.cli import service, skills, activations, evaluation, clusters, bench
 from skillsight.cli.judges import judges_app
 
 # isort: on
@@ -22,4 +22,4 @@ def main() -> None:
     app()
 
 
-__all__ = ["activations", "app", "bench", "evaluation", "main", "service", "skills"]
+__all__ = ["activations", "app", "bench", "clusters", "evaluation", "main", "service", "skills"]

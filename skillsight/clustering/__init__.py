@@ -29,10 +29,12 @@ from skillsight.clustering._run import RunOptions, RunSummary, run_clustering
 from skillsight.clustering._service import Clusterer, ClustererOptions, ClustererStats
 from skillsight.clustering._settings import clusterer_options, run_options
 from skillsight.clustering._text import SEVERITY_ORDER, FailureText, failure_text, severity_of
-from skillsight.clustering._trend import Trend, bucket_counts, rank_score, trend_of
+from skillsight.clustering._trend import HOUR_US, HOURS, Trend, bucket_counts, rank_score, trend_of
 from skillsight.clustering._vectors import embed_texts, normalized, pack, unpack_all
 
 __all__ = [
+    "HOURS",
+    "HOUR_US",
     "OPEN",
     "SETTABLE",
     "SEVERITY_ORDER",

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from skillsight.evaluators import Evaluation, otel_event
+from skillsight.reports._clusters import cluster_refs
 from skillsight.reports._records import ActivationDetailOut, EvaluationEventOut, EvaluationOut
 from skillsight.reports._scorecard import evaluator_order, iso_us
 from skillsight.store import Store
@@ -24,6 +25,7 @@ def with_evaluations(
     """Activations with their stored evaluations (one query for all of them); serve them
     with ``response_model_exclude_unset``."""
     rows = store.evaluations.of(project_id, [a.activation_id for a in found])
+    clusters = cluster_refs(store, project_id, [a.activation_id for a in found])
     out = []
     for activation in found:
         record = activation.model_dump()
@@ -31,6 +33,9 @@ def with_evaluations(
         if scored:  # left unset otherwise, so that the route leaves the keys out
             record["evaluations"] = evaluations_of(scored, activation.rebuilt_at)
             record["evaluation_events"] = evaluation_events(scored)
+        cluster = clusters.get(activation.activation_id)
+        if cluster is not None:
+            record["cluster"] = cluster
         out.append(ActivationDetailOut.model_validate(record))
     return out
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from skillsight.api._routes import activations, health, metrics, probes, skills, telemetry
+from skillsight.api._routes import (
+    activations,
+    clusters,
+    health,
+    metrics,
+    probes,
+    skills,
+    telemetry,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
@@ -13,6 +21,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     telemetry.router,
     skills.router,
     activations.router,
+    clusters.router,
 )
 
 __all__ = ["ROUTERS"]
