@@ -36,6 +36,12 @@ class EvaluationOut(BaseModel):
     evidence: EvidenceOut
     findings: list[FindingOut]
     error: str
+    unseen: list[str] = Field(
+        default_factory=list,
+        description="what the evaluator could not see (tool_outputs, tool_arguments, messages, "
+        "request, workspace, skill_content): the verdict rests on the rest, and the reason says "
+        "so; a verdict whose essential input is missing is not_applicable",
+    )
     latency_ms: float
     evaluated_at: str = Field(description="ISO 8601, UTC")
     activation_rebuilt_at: str = Field(
