@@ -12,14 +12,27 @@ from __future__ import annotations
 from skillsight.cli._common import app
 from skillsight.cli import service, skills, activations, evaluation, clusters, bench
 from skillsight.cli.judges import judges_app
+from skillsight.cli.golden import golden_app
+from skillsight.cli import rerun
 
 # isort: on
 
 app.add_typer(judges_app, name="judges")
+app.add_typer(golden_app, name="golden")
 
 
 def main() -> None:
     app()
 
 
-__all__ = ["activations", "app", "bench", "clusters", "evaluation", "main", "service", "skills"]
+__all__ = [
+    "activations",
+    "app",
+    "bench",
+    "clusters",
+    "evaluation",
+    "main",
+    "rerun",
+    "service",
+    "skills",
+]

@@ -30,6 +30,13 @@ from skillsight.reports._clusters import (
     list_clusters,
     set_cluster_status,
 )
+from skillsight.reports._goldens import (
+    CompositionOut,
+    GoldenSetOut,
+    GoldenSetSummaryOut,
+    golden_set,
+    golden_sets,
+)
 from skillsight.reports._records import (
     ActivationDetailOut,
     EvaluationEventOut,
@@ -42,6 +49,7 @@ from skillsight.reports._records import (
     TrendPointOut,
     VersionScoreOut,
 )
+from skillsight.reports._runs import RunNotFound, RunSummaryOut, run_report, runs
 from skillsight.reports._scorecard import (
     DEFAULT_WINDOW,
     build_scorecard,
@@ -68,6 +76,7 @@ __all__ = [
     "ClusterOut",
     "ClusterRefOut",
     "ClusterTrendOut",
+    "CompositionOut",
     "DayCountOut",
     "EvaluationEventOut",
     "EvaluationOut",
@@ -75,6 +84,10 @@ __all__ = [
     "EventOut",
     "EvidenceOut",
     "FindingOut",
+    "GoldenSetOut",
+    "GoldenSetSummaryOut",
+    "RunNotFound",
+    "RunSummaryOut",
     "ScorecardOut",
     "ScoredActivationOut",
     "SessionStepsOut",
@@ -92,7 +105,11 @@ __all__ = [
     "evaluation_events",
     "evaluations_of",
     "event_out",
+    "golden_set",
+    "golden_sets",
     "list_clusters",
+    "run_report",
+    "runs",
     "scorecard",
     "scored_activation",
     "session_steps",

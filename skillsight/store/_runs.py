@@ -115,20 +115,25 @@ FROM (
 ORDER BY case_id, condition, attempt"""
 
 # Sessions whose spans or log events carry a resource attribute value, with the newest row's
-# ingestion time (the store's clock): what a run produced, and whether more rows came since.
+# ingestion time (the store's clock): what a run produced, and whether more rows came since. As
+# for the finalizer, a row without a session id belongs to the session another row of its trace
+# names (else the trace is its own session).
 _TAGGED_SESSIONS = """
-SELECT session_id, toUnixTimestamp64Micro(max(ingested_at)) AS last_ingested_us
+SELECT if(session != '', session, trace) AS session_id,
+       toUnixTimestamp64Micro(max(last)) AS last_ingested_us
 FROM (
-    SELECT if(session_id != '', session_id, trace_id) AS session_id, ingested_at
-    FROM spans
-    WHERE project_id = {project:String} AND resource_attributes[{key:String}] = {value:String}
-    UNION ALL
-    SELECT if(session_id != '', session_id, trace_id) AS session_id, ingested_at
-    FROM events
-    WHERE project_id = {project:String} AND resource_attributes[{key:String}] = {value:String}
+    SELECT any(t) AS trace, max(s) AS session, max(i) AS last
+    FROM (
+        SELECT trace_id AS t, session_id AS s, ingested_at AS i FROM spans
+        WHERE project_id = {project:String} AND resource_attributes[{key:String}] = {value:String}
+        UNION ALL
+        SELECT trace_id AS t, session_id AS s, ingested_at AS i FROM events
+        WHERE project_id = {project:String} AND resource_attributes[{key:String}] = {value:String}
+    )
+    GROUP BY if(t != '', t, concat('~', s))
 )
-WHERE session_id != ''
 GROUP BY session_id
+HAVING session_id != ''
 ORDER BY session_id"""
 
 

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from skillsight.api._routes import (
     activations,
     clusters,
+    goldens,
     health,
     metrics,
     probes,
@@ -22,6 +23,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     skills.router,
     activations.router,
     clusters.router,
+    goldens.router,
 )
 
 __all__ = ["ROUTERS"]
