@@ -151,6 +151,9 @@ def test_skills_scanned_twice_then_activations_joined_by_version(tmp_path: Path)
                 "allowed_tools": None,  # the older version declared none: not the newer ones
                 "version": older.version,
                 "source_uri": uri,
+                "catalogued": True,
+                # what the activation span itself said (the rest is the catalogue's)
+                "reported": ["description", "source_uri", "version"],
             },
         ),
         (
@@ -162,6 +165,8 @@ def test_skills_scanned_twice_then_activations_joined_by_version(tmp_path: Path)
                 "allowed_tools": ["Bash(python3:*)", "Read"],
                 "version": newer.version,
                 "source_uri": uri,
+                "catalogued": True,
+                "reported": [],  # a bare Skill call reports nothing of the contract
             },
         ),
     ]

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -45,6 +45,25 @@ def skill_folder(source_uri: str) -> Path | None:
         return None
     folder = Path(path)
     return folder.parent if folder.name == "SKILL.md" else folder
+
+
+def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tuple[str, ...]:
+    """The integration messages of the session's activations that come after this one's, in
+    the same agent context, in order."""
+    step = activation.integration_step_id
+    if step is None:
+        return ()
+    where = activation.decision_trajectory_id
+    later = sorted(
+        (s.integration_step_id, s.integration_message)
+        for s in siblings
+        if s.session_id == activation.session_id
+        and s.decision_trajectory_id == where
+        and s.integration_step_id is not None
+        and s.integration_step_id > step
+        and s.integration_message
+    )
+    return tuple(dict.fromkeys(message for _, message in later if message))
 
 
 class ContextAssembler:
@@ -81,8 +100,14 @@ class ContextAssembler:
             self._catalogues[project_id] = (now, entries)
         return entries
 
-    def context(self, activation: Activation) -> EvaluationContext:
-        """The activation's context; the baseline is the one *before* it is observed."""
+    def context(
+        self, activation: Activation, siblings: Sequence[Activation] = ()
+    ) -> EvaluationContext:
+        """The activation's context; the baseline is the one *before* it is observed.
+
+        ``siblings``: other activations of its session at hand; what the agent said after this
+        one's integration message (their integration messages) is where an integration message
+        that only announced the next step leaves the use of the skill's values."""
         entries = self.catalogue(activation.project_id)
         visible = tuple(
             VisibleSkill(name=name, description=str(entry.get("description") or ""))
@@ -105,6 +130,7 @@ class ContextAssembler:
             manifest=manifest,
             baseline=self._baseline(activation.project_id).get(activation.skill_name),
             catalogue=visible,
+            later_messages=later_messages(activation, siblings),
         )
         if not self.trajectories:
             return context

@@ -78,11 +78,15 @@ def score_activations(
     """Run each chosen evaluator over the activations its policy selects, then add them to
     their skills' baselines. Pure CPU and store reads; writes nothing."""
     contexts: dict[str, EvaluationContext] = {}
+    sessions: dict[str, list[Activation]] = {}
+    for activation in activations:
+        sessions.setdefault(activation.session_id, []).append(activation)
 
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)
         if found is None:
-            found = contexts[activation.activation_id] = assembler.context(activation)
+            siblings = sessions.get(activation.session_id, ())
+            found = contexts[activation.activation_id] = assembler.context(activation, siblings)
         return found
 
     out: list[Evaluation] = []
