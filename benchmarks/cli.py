@@ -35,20 +35,32 @@ def bench_ingest(
     spans_total: Annotated[int, typer.Option("--spans", help="Spans to send.")] = 300_000,
     senders: Annotated[int, typer.Option("--senders", help="Concurrent exporters.")] = 4,
     batch: Annotated[int, typer.Option("--batch", help="Spans per export request.")] = 512,
+    ack: Annotated[
+        str,
+        typer.Option(
+            "--ack",
+            help="Acknowledgement modes to run, comma-separated: spool (durable: fsync'd), "
+            "commit (durable: committed), memory (queued only: the rate before durable "
+            "acknowledgements).",
+        ),
+    ] = "spool,memory,commit",
     compare: Annotated[
         bool,
         typer.Option(
             "--compare/--no-compare",
-            help="Also run with the fast path off and print the ratio of the two.",
+            help="Also run the first mode with the fast path off and print the ratio of the two.",
         ),
     ] = True,
 ) -> None:
-    """Measure OTLP/HTTP protobuf ingest into a fresh embedded server: committed spans/s.
+    """Measure OTLP/HTTP protobuf ingest into a fresh embedded server: committed spans/s, for
+    each acknowledgement mode.
 
-    Example: skillsight bench ingest --spans 300000
+    Example: skillsight bench ingest --spans 300000 --ack spool,memory
     """
     from benchmarks.ingest import run_ingest_bench
 
+    modes = [m.strip() for m in ack.split(",") if m.strip()]
+    runs = [(True, mode) for mode in modes] + ([(False, modes[0])] if compare and modes else [])
     try:
         reports = [
             run_ingest_bench(
@@ -57,13 +69,24 @@ def bench_ingest(
                 batch=batch,
                 console=console,
                 fast_path=fast,
+                ack=mode,
             )
-            for fast in ((True, False) if compare else (True,))
+            for fast, mode in runs
         ]
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
-    if compare:
-        fast_rate, python_rate = (r["committed_spans_per_cpu_s"] or 0 for r in reports)
+    console.print("[bold]summary[/] (spans per server CPU-s, wall spans/s, answer p50/p99):")
+    for report in reports:
+        console.print(
+            f"  {report['path']:15s} ack={report['ack']:7s} "
+            f"{report['committed_spans_per_cpu_s'] or 0:>8} /CPU-s "
+            f"{report['committed_spans_per_s']:>8} /s"
+            f"  {report['answer_p50_ms']:>7} / {report['answer_p99_ms']} ms",
+            highlight=False,
+        )
+    if compare and len(reports) > len(modes):
+        fast_rate = reports[0]["committed_spans_per_cpu_s"] or 0
+        python_rate = reports[-1]["committed_spans_per_cpu_s"] or 0
         ratio = fast_rate / python_rate if python_rate else float("inf")
         console.print(f"[bold]fast path / Python decoder: {ratio:.2f}x[/] spans per server CPU-s")
     if any(r["spans_lost"] for r in reports):

@@ -160,17 +160,23 @@ class _Server:
 
 
 def _send_all(
-    endpoint: str, bodies: list[bytes], stats: dict[str, int], lock: threading.Lock
+    endpoint: str,
+    bodies: list[bytes],
+    stats: dict[str, int],
+    lock: threading.Lock,
+    latencies: list[float],
 ) -> None:
     url = urlparse(endpoint)
     conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=60)
     headers = {"Content-Type": "application/x-protobuf"}
     for body in bodies:
         while True:
+            sent = time.perf_counter()
             conn.request("POST", "/v1/traces", body=body, headers=headers)
             response = conn.getresponse()
             response.read()
             if response.status == 200:
+                latencies.append(time.perf_counter() - sent)
                 break
             if response.status in (429, 503):
                 with lock:
@@ -183,21 +189,35 @@ def _send_all(
     conn.close()
 
 
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
 def run_ingest_bench(
-    *, spans_total: int, senders: int, batch: int, console: Console, fast_path: bool = True
+    *,
+    spans_total: int,
+    senders: int,
+    batch: int,
+    console: Console,
+    fast_path: bool = True,
+    ack: str = "spool",
 ) -> dict[str, Any]:
     """Run the benchmark and print its report; returns the figures.
 
-    Session rebuilds are off in the server: they are measured by ``skillsight bench rebuild``
-    and would otherwise land in this benchmark's CPU time.
+    ``ack`` is the server's ``SKILLSIGHT_ACK``: ``spool`` (answered once fsync'd to the spool),
+    ``commit`` (once committed: group commit), ``memory`` (once queued: the rate before
+    durable acknowledgements). Session rebuilds are off in the server: they are measured by
+    ``skillsight bench rebuild`` and would otherwise land in this benchmark's CPU time.
     """
     path = "fast path" if fast_path else "Python decoder"
-    console.print(f"generating {spans_total} spans in requests of {batch} ({path})…")
+    console.print(f"generating {spans_total} spans in requests of {batch} ({path}, ack={ack})…")
     bodies = list(export_requests(spans_total, batch))
     payload_mb = sum(len(b) for b in bodies) / 1e6
     env = {
         "SKILLSIGHT_FAST_PATH": "1" if fast_path else "0",
         "SKILLSIGHT_REBUILD_ENABLED": "0",
+        "SKILLSIGHT_ACK": ack,
     }
     with tempfile.TemporaryDirectory(prefix="skillsight-bench-") as tmp:
         server = _Server(Path(tmp) / "data", env)
@@ -207,11 +227,13 @@ def run_ingest_bench(
             usage0, threads0 = _usage(pid), _thread_cpu(pid)
             stats = {"retries": 0, "failed_requests": 0}
             lock = threading.Lock()
+            latencies: list[float] = []
             shares = [bodies[i::senders] for i in range(senders)]
             started = time.perf_counter()
             threads = [
                 threading.Thread(
-                    target=_send_all, args=(server.endpoints["otlp_http"], s, stats, lock)
+                    target=_send_all,
+                    args=(server.endpoints["otlp_http"], s, stats, lock, latencies),
                 )
                 for s in shares
             ]
@@ -238,6 +260,7 @@ def run_ingest_bench(
     stored = int(counts["spans"]["spans"])
     report = {
         "path": path,
+        "ack": ack,
         "spans_sent": spans_total,
         "spans_stored": stored,
         "spans_lost": spans_total - stored,
@@ -253,6 +276,8 @@ def run_ingest_bench(
         "server_sys_s": round(usage1["sys_s"] - usage0["sys_s"], 2),
         "server_minor_faults": int(usage1["minor_faults"] - usage0["minor_faults"]),
         "cpu_s_per_100k_by_thread": _profile(threads0, threads1, stored or 1),
+        "answer_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
+        "answer_p99_ms": round(_percentile(latencies, 0.99) * 1000, 1),
         "retries_429_503": stats["retries"],
         "failed_requests": stats["failed_requests"],
         "server_peak_rss_mb": round(peak_rss),

@@ -19,14 +19,33 @@ from skillsight.errors import ConfigError
 DEFAULT_PROJECT = "default"
 
 
+SCOPES = ("ingest", "read", "admin")
+FULL_ACCESS = frozenset({"ingest", "read"})
+
+
+class ApiKeys(dict[str, str]):
+    """API key -> project, and each key's ``scopes`` (absent: ingest+read; see tenancy)."""
+
+    def __init__(self, keys: dict[str, str], scopes: dict[str, frozenset[str]]) -> None:
+        super().__init__(keys)
+        self.scopes = scopes
+
+
 def _parse_api_keys(raw: str) -> dict[str, str]:
     keys: dict[str, str] = {}
+    scopes: dict[str, frozenset[str]] = {}
     for item in filter(None, (part.strip() for part in raw.split(","))):
-        key, sep, project = item.partition(":")
+        key, sep, rest = item.partition(":")
+        project, _, granted = rest.partition(":")
         if not sep or not key or not project:
-            raise ValueError(f"{item!r} is not of the form key:project")
+            raise ValueError(f"{item!r} is not of the form key:project or key:project:scopes")
+        named = frozenset(s.strip() for s in granted.split("+"))
+        if granted and not named <= set(SCOPES):
+            raise ValueError(f"{item!r}: scopes are {', '.join(SCOPES)}, joined with '+'")
+        if granted:
+            scopes[key] = named
         keys[key] = project
-    return keys
+    return ApiKeys(keys, scopes)
 
 
 def _parse_bool(raw: str) -> bool:
@@ -67,14 +86,35 @@ class Settings:
         "empty = one server",
     )
     host: str = _setting(
-        "", "str", "interface to bind; empty = 127.0.0.1 without API keys, 0.0.0.0 with them"
+        "",
+        "str",
+        "interface to bind; empty = 127.0.0.1, or 0.0.0.0 when API keys and TLS are both set",
     )
     port: int = _setting(8000, "int", "REST API and web UI port")
     otlp_http_port: int = _setting(4318, "int", "OTLP/HTTP receiver port")
     otlp_grpc_port: int = _setting(4317, "int", "OTLP/gRPC receiver port")
     api_keys: dict[str, str] = _setting(
-        None, "api_keys", "key:project,... ; unset = everything is project 'default', loopback only"
+        None,
+        "api_keys",
+        "key:project[:scopes],... (scopes ingest, read, admin joined by +; none = ingest+read); "
+        "unset = everything is project 'default', loopback only",
     )
+    tls_certfile: str = _setting("", "str", "PEM certificate: every listener speaks TLS")
+    tls_keyfile: str = _setting("", "str", "PEM private key of tls_certfile")
+    tls_client_ca: str = _setting("", "str", "PEM CA that must sign clients' certificates")
+    max_header_bytes: int = _setting(
+        64 * 1024, "int", "largest request line and headers on HTTP listeners (431 past it)"
+    )
+    max_headers: int = _setting(100, "int", "most header fields in one HTTP request (431 past it)")
+    read_timeout_s: float = _setting(
+        15.0,
+        "float",
+        "an HTTP request whose header or body stalls this long gets 408 and is closed",
+    )
+    request_read_timeout_s: float = _setting(
+        60.0, "float", "longest the header and body of one HTTP request may take to arrive (408)"
+    )
+    max_connections: int = _setting(1000, "int", "connections per listener; 503 past it")
     max_request_bytes: int = _setting(
         16 * 1024 * 1024, "int", "largest OTLP request body accepted, as sent (413 past it)"
     )
@@ -93,6 +133,29 @@ class Settings:
     batch_max_rows: int = _setting(50_000, "int", "rows written to ClickHouse in one insert")
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
+    ack: str = _setting(
+        "spool",
+        "str",
+        "when an export is answered 200: spool (its request is fsync'd to the spool folder), "
+        "commit (its rows are in ClickHouse), memory (queued only: lost on a crash)",
+    )
+    spool_dir: str = _setting("", "str", "the spool's folder; empty = spool/ in the data folder")
+    spool_max_bytes: int = _setting(
+        1 << 30, "int", "bytes of requests the spool holds uncommitted before clients get 429"
+    )
+    ack_timeout_s: float = _setting(
+        5.0, "float", "longest an export waits to be made durable before it is answered 503"
+    )
+    ingest_future_s: float = _setting(
+        86_400.0, "float", "spans and log records timed further ahead than this are rejected"
+    )
+    project_rate_limit: str = _setting(
+        "", "str", "rows/s per project: N for all, project=N for some (429 past it); empty = none"
+    )
+    project_burst_s: float = _setting(10.0, "float", "seconds of its rate a project may burst")
+    project_daily_quota: str = _setting(
+        "", "str", "rows per UTC day per project: N, project=N (429 past it); empty = none"
+    )
     skills_dirs: str = _setting(
         "",
         "str",
@@ -231,11 +294,16 @@ class Settings:
             object.__setattr__(self, "api_keys", {})
 
     @property
+    def tls(self) -> bool:
+        return bool(self.tls_certfile)
+
+    @property
     def bind_host(self) -> str:
-        """Loopback unless API keys make remote callers identifiable."""
+        """Loopback unless API keys make remote callers identifiable and TLS keeps their keys
+        secret on the wire (behind a TLS-terminating proxy, set ``host`` explicitly)."""
         if self.host:
             return self.host
-        return "0.0.0.0" if self.api_keys else "127.0.0.1"
+        return "0.0.0.0" if self.api_keys and self.tls else "127.0.0.1"
 
     @classmethod
     def load(
@@ -275,6 +343,13 @@ class Settings:
             "max_attribute_depth",
             "rebuild_poll_s",
             "rebuild_batch_max",
+            "spool_max_bytes",
+            "ack_timeout_s",
+            "max_header_bytes",
+            "max_headers",
+            "read_timeout_s",
+            "request_read_timeout_s",
+            "max_connections",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
@@ -303,6 +378,7 @@ class Settings:
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")
+        self._validate_ingest()
         if self.clickhouse_url and not self.clickhouse_url.startswith(
             ("clickhouse://", "clickhouses://", "http://", "https://")
         ):
@@ -322,6 +398,20 @@ class Settings:
                 f"judge_structured_output={self.judge_structured_output!r}: expected auto, "
                 "json_schema or tool (SKILLSIGHT_JUDGE_STRUCTURED_OUTPUT)"
             )
+
+    def _validate_ingest(self) -> None:
+        if self.ack not in ("spool", "commit", "memory"):
+            raise ConfigError(
+                f"ack={self.ack!r}: expected spool, commit or memory (SKILLSIGHT_ACK)"
+            )
+        tls = (self.tls_certfile, self.tls_keyfile, self.tls_client_ca)
+        if bool(tls[0]) != bool(tls[1]) or (tls[2] and not tls[0]):
+            raise ConfigError("TLS needs SKILLSIGHT_TLS_CERTFILE and SKILLSIGHT_TLS_KEYFILE")
+        for path in filter(None, tls):
+            if not Path(path).is_file():
+                raise ConfigError(f"TLS file {path!r} is not a readable file")
+        if self.ingest_future_s < 0 or self.project_burst_s <= 0:
+            raise ConfigError("ingest_future_s must be >= 0 and project_burst_s > 0")
 
     @staticmethod
     def describe() -> list[tuple[str, str, str]]:

@@ -17,10 +17,11 @@ def test_defaults_bind_loopback_without_api_keys() -> None:
     assert settings.bind_host == "127.0.0.1"
 
 
-def test_api_keys_open_the_service_and_map_projects() -> None:
+def test_api_keys_map_projects_and_stay_on_loopback_without_tls() -> None:
     settings = Settings.load(env={"SKILLSIGHT_API_KEYS": "k1:alpha, k2:beta"})
     assert settings.api_keys == {"k1": "alpha", "k2": "beta"}
-    assert settings.bind_host == "0.0.0.0"
+    # keys in plain text stay on loopback; tests/test_tenancy.py opens it with TLS
+    assert settings.bind_host == "127.0.0.1"
 
 
 def test_precedence_argument_over_env_over_file_over_default(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ capture was recorded (the manifest's ``project_root``) and recorded in the catal
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -35,6 +36,7 @@ SCENARIOS = ("one_skill", "allowed_tools_violation", "distractor", "skipped_scri
 SOURCES = {"claude_code": "", "openinference": "oi-"}
 CASES = [(name, prefix + name) for prefix in SOURCES.values() for name in SCENARIOS]
 KEYS = {project: f"key-{project}" for _, project in CASES}
+ADMIN_KEY = "key-ops"  # reads /healthz's state, which project keys are not shown
 GATE = (
     "--min",
     "allowed_tools=1.0",
@@ -119,13 +121,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     for name in SCENARIOS:
         root = Path(load_capture(name).manifest["project_root"])
         write_and_scan(name, root, data, tuple(p for n, p in CASES if n == name))
+    keys = ",".join(f"{key}:{project}" for project, key in KEYS.items())
     env = {
-        "SKILLSIGHT_API_KEYS": ",".join(f"{key}:{project}" for project, key in KEYS.items()),
+        # /healthz shows the services' state to admin keys only
+        "SKILLSIGHT_API_KEYS": f"{keys},{ADMIN_KEY}:ops:admin",
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
         "SKILLSIGHT_EVAL_ENABLED": "true",
     }
-    with running_server(data, env=env) as server:
+    with running_server(data, env=env) as running:
+        server = dataclasses.replace(running, headers={"x-skillsight-key": ADMIN_KEY})
         for name, project in CASES:
             send_capture(server, name, project)
         wait_scored(server, len(CASES))
@@ -315,8 +320,9 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
     for name in SCENARIOS:
         scenarios[name] = build_scenario(name, tmp_path / "work" / name / "project")
         write_and_scan(name, scenarios[name].root, data)
+    keys = ",".join(f"{KEYS[name]}:{name}" for name in SCENARIOS)
     env = {
-        "SKILLSIGHT_API_KEYS": ",".join(f"{KEYS[name]}:{name}" for name in SCENARIOS),
+        "SKILLSIGHT_API_KEYS": f"{keys},{ADMIN_KEY}:ops:admin",
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
         "SKILLSIGHT_EVAL_ENABLED": "true",
@@ -335,7 +341,8 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
             )
         )
 
-    with running_server(data, env=env) as server:
+    with running_server(data, env=env) as running:
+        server = dataclasses.replace(running, headers={"x-skillsight-key": ADMIN_KEY})
         results = dict(zip(SCENARIOS, asyncio.run(play_all(server.otlp_http)), strict=True))
         for name, result in results.items():
             assert mismatches(result) == [], name

@@ -26,8 +26,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from benchmarks.traces import export_requests
-from skillsight.ingest.otlp import Limits, traces
-from skillsight.store import EmbeddedStore
+from skillsight.ingest.otlp import Limits, Window, traces
+from skillsight.store import EmbeddedStore, month_of
 from skillsight.store.fastpath import FastTraceWriter, Screened, distinct_span_ids, screen
 from skillsight.store.rows import SPAN_SCHEMA
 
@@ -155,10 +155,15 @@ def rows(store: EmbeddedStore) -> list[dict[str, Any]]:
     )
 
 
+# The fast path stores whatever times the receiver let through (its screen applies the time
+# window); compared with the Python decoder under no window but its own.
+ANY_TIME = Window(future_s=1e12)
+
+
 def python_insert(store: EmbeddedStore, requests: Sequence[Request], limits: Limits) -> None:
     tables = []
     for project, body in requests:
-        decoded = traces.decode_protobuf(body, project, limits)
+        decoded = traces.decode_protobuf(body, project, limits, ANY_TIME)
         assert decoded.rejected == 0, decoded.message()
         tables.append(decoded.columns.to_arrow(SPAN_SCHEMA))
     if tables:
@@ -517,8 +522,9 @@ def test_odd_encodings_protobuf_accepts(tmp_path: Path) -> None:
 def test_screen() -> None:
     a, b = make_span("a"), make_span("b", events=[(1, "e", {})])
     good = simple(a, b)
-    assert screen(good) == Screened(spans=2, entries=True, span_ids=a.span_id + b.span_id)
-    assert screen(simple(a)) == Screened(spans=1, entries=False, span_ids=a.span_id)
+    month = month_of(a.start_time_unix_nano)
+    assert screen(good) == Screened(2, True, a.span_id + b.span_id, (month, month))
+    assert screen(simple(a)) == Screened(1, False, a.span_id, (month, month))
     zero_trace = make_span("z")
     zero_trace.trace_id = bytes(16)
     short_span = make_span("s")
@@ -530,6 +536,23 @@ def test_screen() -> None:
     assert screen(b"\xff\xff not protobuf") is None
     assert screen(b"") is None
     assert screen(request(({"service.name": "x"}, [("s", "", [])]))) is None
+
+
+def test_screen_leaves_times_outside_the_window_and_too_many_months_to_python() -> None:
+    now = a_time = make_span("now").start_time_unix_nano
+    bounds = (now - 10**12, now + 10**12)
+    assert screen(simple(make_span("in")), bounds) is not None
+    early, late, unset = make_span("early"), make_span("late"), make_span("unset")
+    early.start_time_unix_nano = now - 10**13
+    late.start_time_unix_nano = now + 10**13
+    unset.start_time_unix_nano = 0
+    assert screen(simple(early), bounds) is None
+    assert screen(simple(late), bounds) is None
+    assert screen(simple(unset), bounds) is not None  # not set: kept as sent, unless
+    assert screen(simple(unset), bounds, unset_ok=False) is None  # a retention would delete it
+    far = make_span("far")
+    far.start_time_unix_nano = a_time - 70 * 31 * 86_400 * 10**9  # 70 months before
+    assert screen(simple(make_span("x"), far)) is None  # more months than one INSERT writes
 
 
 def test_distinct_span_ids() -> None:

@@ -7,6 +7,7 @@ Every scenario runs in its own project (API keys), so one server serves the modu
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -39,18 +40,21 @@ TWO_SKILLS = CAPTURES / "scenarios" / "two_skills" / "claude_code"
 QUIET_S = 1.0
 PROJECTS = ("clean", "shuffled", "late", "late-logs", "rootless", "quiet", "empty")
 KEYS = {project: f"key-{project}" for project in PROJECTS}
+ADMIN_KEY = "key-ops"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    keys = ",".join(f"{key}:{project}" for project, key in KEYS.items())
     env = {
-        "SKILLSIGHT_API_KEYS": ",".join(f"{key}:{project}" for project, key in KEYS.items()),
+        # /healthz shows the services' state to admin keys only
+        "SKILLSIGHT_API_KEYS": f"{keys},{ADMIN_KEY}:ops:admin",
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": str(QUIET_S),
         "SKILLSIGHT_REBUILD_MAX_WAIT_S": "600",
     }
     with running_server(tmp_path_factory.mktemp("finalizer") / "data", env=env) as running:
-        yield running
+        yield dataclasses.replace(running, headers={"x-skillsight-key": ADMIN_KEY})
 
 
 # -- the recorded session, cut into export requests -------------------------------------------
@@ -129,7 +133,7 @@ def _get(server: RunningServer, project: str, path: str, **params: Any) -> httpx
 
 
 def _rebuild_state(server: RunningServer) -> dict[str, Any]:
-    state: dict[str, Any] = _get(server, "clean", "/healthz").json()["rebuild"]
+    state: dict[str, Any] = server.get("/healthz")["rebuild"]
     return state
 
 

@@ -67,13 +67,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
-    """A server with API keys: k1 → alpha, k2 → beta, k3 → gamma."""
+    """A server with API keys: k1 → alpha, k2 → beta, k3 → gamma; its own requests (``/healthz``
+    in ``wait_written``) carry ``ops``, an admin key, since /healthz shows a plain key no counts."""
     env = {
-        "SKILLSIGHT_API_KEYS": "k1:alpha,k2:beta,k3:gamma",
+        "SKILLSIGHT_API_KEYS": "k1:alpha,k2:beta,k3:gamma,ops:ops:admin",
         "SKILLSIGHT_FLUSH_INTERVAL_S": "0.05",
     }
     with running_server(tmp_path_factory.mktemp("keyed"), env=env) as running:
-        yield running
+        yield dataclasses.replace(running, headers={KEY: "ops"})
 
 
 def as_key(server: RunningServer, key: str) -> RunningServer:

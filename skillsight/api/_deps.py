@@ -8,7 +8,7 @@ from fastapi import Depends, HTTPException, Request
 
 from skillsight.runtime import Services
 from skillsight.store import Store
-from skillsight.tenancy import Unauthenticated, project_for
+from skillsight.tenancy import READ, Forbidden, Unauthenticated, project_for
 
 
 def services_of(request: Request) -> Services:
@@ -22,11 +22,14 @@ def store_of(request: Request) -> Store:
 
 
 def project_of(request: Request) -> str:
-    """The caller's project, from its API key (``default`` when no keys are configured)."""
+    """The caller's project, from an API key that may read (``default`` when no keys are
+    configured): 401 without a known key, 403 for a key that may only ingest."""
     try:
-        return project_for(services_of(request).settings.api_keys, request.headers)
+        return project_for(services_of(request).settings.api_keys, request.headers, READ)
     except Unauthenticated as exc:
         raise HTTPException(401, str(exc)) from exc
+    except Forbidden as exc:
+        raise HTTPException(403, str(exc)) from exc
 
 
 ProjectId = Annotated[str, Depends(project_of)]

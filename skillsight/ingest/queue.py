@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from skillsight.errors import Overloaded
+from skillsight.ingest.flag import Flag
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class Batch:
 
     signal: str  # "traces" | "logs"
     table: pa.Table
+    record: int = 0  # the request's spool record (0: not spooled)
+    committed: Flag | None = None  # set once the rows are committed, for who waits on that
 
     @property
     def rows(self) -> int:
@@ -40,6 +43,9 @@ class RawTraces:
     entries: bool  # some span has events or links
     signal: str = "traces"
     span_ids: bytes = b""  # the spans' 8-byte ids end to end; b"" when unknown
+    months: tuple[int, int] = (0, 0)  # first and last month its spans start in
+    record: int = 0  # the request's spool record (0: not spooled)
+    committed: Flag | None = None  # set once the rows are committed, for who waits on that
 
 
 Item = Batch | RawTraces
@@ -80,10 +86,33 @@ class WriteQueue:
             self.accepted_rows += rows
             self._cond.notify_all()
 
-    def take(self, max_rows: int, wait_s: float) -> list[Item]:
-        """Up to ``max_rows`` rows of batches; waits ``wait_s`` for a full batch to gather."""
-        deadline = time.monotonic() + wait_s
+    def put(self, batch: Item, timeout_s: float) -> None:
+        """Queue ``batch`` even when full, waiting up to ``timeout_s`` for room (start-up
+        replay of the spool, whose rows were acknowledged already)."""
+        deadline = time.monotonic() + timeout_s
         with self._cond:
+            while self._held_rows > 0 and self._held_rows + batch.rows > self.max_rows:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise Overloaded("write queue stayed full during the spool's replay", 5.0)
+                self._cond.wait(remaining)
+            self._items.append(batch)
+            self._queued_rows += batch.rows
+            self._held_rows += batch.rows
+            self.accepted_rows += batch.rows
+            self._cond.notify_all()
+
+    def take(self, max_rows: int, wait_s: float, idle_s: float = 1.0) -> list[Item]:
+        """Up to ``max_rows`` rows of batches: waits up to ``idle_s`` for a first batch, then up
+        to ``wait_s`` more for a full batch to gather."""
+        with self._cond:
+            idle_until = time.monotonic() + idle_s
+            while not self._items and not self._closed:
+                remaining = idle_until - time.monotonic()
+                if remaining <= 0:
+                    return []
+                self._cond.wait(remaining)
+            deadline = time.monotonic() + wait_s
             while self._queued_rows < max_rows and not self._closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from skillsight.config import Settings
 from skillsight.store._clusters import ClusterRow, MemberRow, OnlineCounts, RunRow, StatusRow
+from skillsight.store._dead_letters import DeadLetter
 from skillsight.store._embedded import EmbeddedStore
 from skillsight.store._evaluations import EvaluationRow
 from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
 from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
+from skillsight.store._partitions import MAX_PARTITIONS_PER_INSERT, month_of
 from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
 from skillsight.store._rebuilds import RebuiltSession
 from skillsight.store._refresher import ReadModelRefresher
@@ -18,6 +20,7 @@ from skillsight.store._sessions import SessionRows, TouchedSession
 from skillsight.store._skills import SkillEntry
 from skillsight.store._store import Store
 from skillsight.store._telemetry import EventRow, SpanRow
+from skillsight.store._write_failures import store_condition
 
 
 def open_store(settings: Settings, *, migrate: bool = True) -> Store:
@@ -34,8 +37,10 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 
 __all__ = [
+    "MAX_PARTITIONS_PER_INSERT",
     "METRIC_COLUMNS",
     "ClusterRow",
+    "DeadLetter",
     "EmbeddedStore",
     "EvaluationRow",
     "EventRow",
@@ -62,6 +67,8 @@ __all__ = [
     "StoredFailure",
     "TaggedSession",
     "TouchedSession",
+    "month_of",
     "open_store",
     "stamp_iso",
+    "store_condition",
 ]

@@ -15,6 +15,7 @@ table it reads or writes, shared by both transports:
 ``trajectories``   current ATIF documents
 ``evaluations``    evaluation rows (:mod:`._evaluations`)
 ``scorecards``     per-skill aggregates and the gate's rows (:mod:`._scorecards`)
+``dead_letters``   rows no INSERT could take, with the reason (:mod:`._dead_letters`)
 ``failures``       which activations fail, their failure texts and vectors (:mod:`._failures`)
 ``clusters``       failure clusters, members, status log and runs (:mod:`._clusters`)
 ``goldens``        golden sets, a version at a time, and their cases (:mod:`._goldens`)
@@ -33,6 +34,7 @@ import pyarrow as pa
 
 from skillsight.store import _migrations
 from skillsight.store._clusters import Clusters
+from skillsight.store._dead_letters import DeadLetters
 from skillsight.store._evaluations import Evaluations
 from skillsight.store._failures import Failures
 from skillsight.store._goldens import GoldenSets
@@ -59,6 +61,7 @@ class Store(ABC):
         self.trajectories = Trajectories(self)
         self.evaluations = Evaluations(self)
         self.scorecards = Scorecards(self)
+        self.dead_letters = DeadLetters(self)
         self.failures = Failures(self)
         self.clusters = Clusters(self)
         self.goldens = GoldenSets(self)

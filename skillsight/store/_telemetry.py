@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 import pyarrow as pa
 
 from skillsight.store import rows
+from skillsight.store._partitions import by_partitions
 from skillsight.store.normalize import event_projection, span_projection
 
 if TYPE_CHECKING:
@@ -141,15 +142,15 @@ class Spans:
         self._columns, self._select = span_projection()
 
     def insert(self, data: pa.Table) -> int:
-        """Normalize and insert raw span rows (schema :data:`rows.SPAN_SCHEMA`)."""
+        """Normalize and insert raw span rows (schema :data:`rows.SPAN_SCHEMA`).
+
+        One statement per block of at most ``MAX_PARTITIONS_PER_INSERT`` months, so rows from
+        any number of months can be written (see :mod:`._partitions`).
+        """
         if data.num_rows:
-            self._store.insert_select(
-                "spans",
-                self._columns,
-                self._select,
-                data,
-                rows.clickhouse_structure(rows.SPAN_COLUMNS),
-            )
+            structure = rows.clickhouse_structure(rows.SPAN_COLUMNS)
+            for block in by_partitions(data, "start_ns"):
+                self._store.insert_select("spans", self._columns, self._select, block, structure)
         return int(data.num_rows)
 
     def find(
@@ -174,15 +175,12 @@ class Events:
         self._columns, self._select = event_projection()
 
     def insert(self, data: pa.Table) -> int:
-        """Normalize and insert raw log records (schema :data:`rows.EVENT_SCHEMA`)."""
+        """Normalize and insert raw log records (schema :data:`rows.EVENT_SCHEMA`), a statement
+        per block of at most ``MAX_PARTITIONS_PER_INSERT`` months."""
         if data.num_rows:
-            self._store.insert_select(
-                "events",
-                self._columns,
-                self._select,
-                data,
-                rows.clickhouse_structure(rows.EVENT_COLUMNS),
-            )
+            structure = rows.clickhouse_structure(rows.EVENT_COLUMNS)
+            for block in by_partitions(data, "time_ns"):
+                self._store.insert_select("events", self._columns, self._select, block, structure)
         return int(data.num_rows)
 
     def find(

@@ -1,4 +1,5 @@
-"""Loading OTLP/JSON bodies safely: bad UTF-8 repaired, lone surrogates removed, shapes checked."""
+"""Loading OTLP/JSON bodies safely: bad UTF-8 repaired, lone surrogates removed, duplicate keys
+refused, shapes checked."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def load(body: bytes, decoded: Decoded) -> dict[str, Any]:
         text = body.decode("utf-8", errors="replace")
         decoded.note("invalid UTF-8 in the body replaced with U+FFFD")
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         raise DecodeError(f"request body is not valid JSON: {exc}") from exc
     except RecursionError as exc:
@@ -36,6 +37,24 @@ def load(body: bytes, decoded: Decoded) -> dict[str, Any]:
             decoded.note("lone UTF-16 surrogate escapes in the body replaced with U+FFFD")
         document = scrubbed
     return document
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a key given twice is refused rather than letting the last one win.
+
+    A generic parser keeps the last value of a repeated key, so a body with ``resourceSpans``
+    twice would silently lose the first list's spans. OTLP/JSON is protobuf's JSON mapping,
+    where a field appears once; the sender is told which key it repeated.
+    """
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        keys = [k for k, _ in pairs]
+        repeated = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise DecodeError(
+            f"duplicate key {repeated[:80]!r} in a JSON object: OTLP/JSON gives each field once "
+            "(merge the repeated lists into one)"
+        )
+    return obj
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

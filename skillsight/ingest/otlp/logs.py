@@ -18,6 +18,7 @@ from skillsight.ingest.otlp import _salvage
 from skillsight.ingest.otlp._jsonbody import get, load, objects
 from skillsight.ingest.otlp._result import Decoded
 from skillsight.ingest.otlp.traces import attributes as proto_attributes
+from skillsight.ingest.otlp.window import Window
 from skillsight.store.rows import event_columns
 from skillsight.store.values import (
     MAX_INT64,
@@ -55,9 +56,22 @@ def _append(decoded: Decoded, row: dict[str, Any]) -> None:
             columns.data[column].append(row[column])
 
 
-def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:
+def _time(time_ns: int, observed_ns: int, window: Window, bounds: tuple[int, int]) -> int:
+    """A record's time: its own, or when it was observed if it has none (as OTLP says);
+    ValueError when that is outside the window."""
+    when = time_ns or observed_ns
+    if not window.accepts(when, bounds):
+        raise ValueError(window.refusal(when, bounds))
+    return when
+
+
+def decode_protobuf(
+    body: bytes, project_id: str, limits: Limits, window: Window | None = None
+) -> Decoded:
     """Rows of an ``ExportLogsServiceRequest`` in protobuf encoding."""
     decoded = Decoded("logs", event_columns())
+    window = window or Window()
+    bounds = window.bounds()
     try:
         request = ExportLogsServiceRequest.FromString(body)
     except ProtobufDecodeError:
@@ -77,13 +91,19 @@ def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:
                 if span_id and len(span_id) != 8:
                     decoded.reject("log record: span_id must be 8 bytes")
                     continue
+                observed = min(record.observed_time_unix_nano, MAX_INT64)
+                try:
+                    when = _time(record.time_unix_nano, observed, window, bounds)
+                except ValueError as exc:
+                    decoded.reject(f"log record: {exc}")
+                    continue
                 keys, values = proto_attributes(record.attributes, limits)
                 _append(
                     decoded,
                     {
                         "project_id": project_id,
-                        "time_ns": min(record.time_unix_nano, MAX_INT64),
-                        "observed_ns": min(record.observed_time_unix_nano, MAX_INT64),
+                        "time_ns": when,
+                        "observed_ns": observed,
                         "trace_id": trace_id.hex(),
                         "span_id": span_id.hex(),
                         "severity_number": int(record.severity_number),
@@ -100,9 +120,13 @@ def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:
     return decoded
 
 
-def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
+def decode_json(
+    body: bytes, project_id: str, limits: Limits, window: Window | None = None
+) -> Decoded:
     """Rows of an ``ExportLogsServiceRequest`` in OTLP/JSON encoding."""
     decoded = Decoded("logs", event_columns())
+    window = window or Window()
+    bounds = window.bounds()
     document = load(body, decoded)
     if document and get(document, "resourceLogs") is None:
         # e.g. a trace request sent to /v1/logs: refuse it rather than answer 200 for nothing
@@ -118,7 +142,9 @@ def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
             scope = sl.get("scope") or {}
             for record in objects(sl, "logRecords", items_must_be_objects=False):
                 try:
-                    _json_record(record, scope, r_keys, r_values, project_id, limits, decoded)
+                    _json_record(
+                        record, scope, r_keys, r_values, project_id, limits, decoded, window, bounds
+                    )
                 except (ValueError, TypeError, AttributeError, OverflowError) as exc:
                     decoded.reject(f"log record: {exc}")
     return decoded
@@ -132,9 +158,13 @@ def _json_record(
     project_id: str,
     limits: Limits,
     decoded: Decoded,
+    window: Window,
+    bounds: tuple[int, int],
 ) -> None:
     if not isinstance(record, dict):
         raise ValueError("log record must be an object")
+    observed = json_uint64(get(record, "observedTimeUnixNano"), "observed time")
+    when = _time(json_uint64(get(record, "timeUnixNano"), "time"), observed, window, bounds)
     keys, values = json_attributes(record.get("attributes"), limits)
     body = record.get("body")
     severity = get(record, "severityNumber")
@@ -142,8 +172,8 @@ def _json_record(
         decoded,
         {
             "project_id": project_id,
-            "time_ns": json_uint64(get(record, "timeUnixNano"), "time"),
-            "observed_ns": json_uint64(get(record, "observedTimeUnixNano"), "observed time"),
+            "time_ns": when,
+            "observed_ns": observed,
             "trace_id": json_hex_id(get(record, "traceId"), 16, "trace_id", required=False),
             "span_id": json_hex_id(get(record, "spanId"), 8, "span_id", required=False),
             "severity_number": json_severity(severity),

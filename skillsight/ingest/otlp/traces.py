@@ -18,6 +18,7 @@ from skillsight.errors import DecodeError
 from skillsight.ingest.otlp import _salvage
 from skillsight.ingest.otlp._jsonbody import get, load, objects
 from skillsight.ingest.otlp._result import Decoded
+from skillsight.ingest.otlp.window import Window
 from skillsight.store.rows import span_columns
 from skillsight.store.values import (
     MAX_INT64,
@@ -37,7 +38,9 @@ _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 
 
-def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:
+def decode_protobuf(
+    body: bytes, project_id: str, limits: Limits, window: Window | None = None
+) -> Decoded:
     """Rows of an ``ExportTraceServiceRequest`` in protobuf encoding."""
     try:
         request = ExportTraceServiceRequest.FromString(body)
@@ -49,7 +52,7 @@ def decode_protobuf(body: bytes, project_id: str, limits: Limits) -> Decoded:
         request = _salvage.trace_request(body, decoded, limits)
     if body and not request.resource_spans:
         raise DecodeError("body is not an OTLP ExportTraceServiceRequest (no resource_spans)")
-    _flatten(request, project_id, limits, decoded)
+    _flatten(request, project_id, limits, decoded, window or Window())
     return decoded
 
 
@@ -99,8 +102,12 @@ def _links_json(span: Any, limits: Limits) -> str:
     return cap(json.dumps(links, ensure_ascii=False), limits)
 
 
-def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) -> None:
+def _flatten(
+    request: Any, project_id: str, limits: Limits, decoded: Decoded, window: Window
+) -> None:
     data = decoded.columns.data
+    earliest, latest = bounds = window.bounds()
+    keeps_unset = window.keeps_unset
     # Local bindings: this loop runs once per span on the ingest hot path.
     project = data["project_id"].append
     trace_ids = data["trace_id"].append
@@ -148,6 +155,10 @@ def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) ->
                 if parent and len(parent) != 8:
                     decoded.reject(f"span {span.name[:60]!r}: parent_span_id must be 8 bytes")
                     continue
+                start = span.start_time_unix_nano
+                if not earliest <= start <= latest and (start or not keeps_unset):
+                    decoded.reject(f"span {span.name[:60]!r}: {window.refusal(start, bounds)}")
+                    continue
                 keys, values = attributes(span.attributes, limits)
                 project(project_id)
                 trace_ids(trace_id.hex())
@@ -156,7 +167,7 @@ def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) ->
                 names(span.name if len(span.name) <= 1024 else span.name[:1024])
                 kind = span.kind
                 kinds(SPAN_KINDS[kind] if 0 <= kind < n_kinds else "unspecified")
-                starts(min(span.start_time_unix_nano, MAX_INT64))
+                starts(min(start, MAX_INT64))
                 ends(min(span.end_time_unix_nano, MAX_INT64))
                 status = span.status
                 code = status.code
@@ -178,13 +189,17 @@ def _flatten(request: Any, project_id: str, limits: Limits, decoded: Decoded) ->
                 links(_links_json(span, limits) if span.links else "[]")
 
 
-def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
+def decode_json(
+    body: bytes, project_id: str, limits: Limits, window: Window | None = None
+) -> Decoded:
     """Rows of an ``ExportTraceServiceRequest`` in OTLP/JSON encoding.
 
     OTLP/JSON differs from generic protobuf JSON: ids are hex, 64-bit integers may be strings,
     enums may be integers, and keys are lowerCamelCase (snake_case is accepted too).
     """
     decoded = Decoded("traces", span_columns())
+    window = window or Window()
+    bounds = window.bounds()
     document = load(body, decoded)
     if document and get(document, "resourceSpans") is None:
         # e.g. a logs request sent to /v1/traces: refuse it rather than answer 200 for nothing
@@ -200,7 +215,9 @@ def decode_json(body: bytes, project_id: str, limits: Limits) -> Decoded:
             scope = ss.get("scope") or {}
             for span in objects(ss, "spans", items_must_be_objects=False):
                 try:
-                    _json_span(span, scope, r_keys, r_values, project_id, limits, decoded)
+                    _json_span(
+                        span, scope, r_keys, r_values, project_id, limits, decoded, window, bounds
+                    )
                 except (ValueError, TypeError, AttributeError, OverflowError) as exc:
                     name = span.get("name") if isinstance(span, dict) else None
                     decoded.reject(f"span {str(name)[:60]!r}: {exc}")
@@ -215,12 +232,17 @@ def _json_span(
     project_id: str,
     limits: Limits,
     decoded: Decoded,
+    window: Window,
+    bounds: tuple[int, int],
 ) -> None:
     if not isinstance(span, dict):
         raise ValueError("span must be an object")
     trace_id = json_hex_id(get(span, "traceId"), 16, "trace_id", required=True)
     span_id = json_hex_id(get(span, "spanId"), 8, "span_id", required=True)
     parent = json_hex_id(get(span, "parentSpanId"), 8, "parent_span_id", required=False)
+    start = json_uint64(get(span, "startTimeUnixNano"), "start time")
+    if not window.accepts(start, bounds):
+        raise ValueError(window.refusal(start, bounds))
     keys, values = json_attributes(span.get("attributes"), limits)
     status = span.get("status") or {}
     events = [
@@ -246,7 +268,7 @@ def _json_span(
         "parent_span_id": parent,
         "name": cap(str(span.get("name", "")), limits)[:1024],
         "kind": json_span_kind(span.get("kind")),
-        "start_ns": json_uint64(get(span, "startTimeUnixNano"), "start time"),
+        "start_ns": start,
         "end_ns": json_uint64(get(span, "endTimeUnixNano"), "end time"),
         "status_code": json_status_code(status.get("code")),
         "status_message": cap(str(status.get("message", "")), limits),

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -25,7 +26,8 @@ from skillsight.errors import DecodeError, Overloaded, PayloadTooLarge
 from skillsight.ingest import otlp
 from skillsight.ingest.collector import Collector
 from skillsight.ingest.otlp import responses
-from skillsight.tenancy import Unauthenticated, project_for
+from skillsight.ingest.receivers.http import refusal_status
+from skillsight.tenancy import INGEST, Forbidden, Unauthenticated, project_for
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +72,20 @@ class GrpcReceiver:
         self.port = 0
         # gRPC refuses messages past its own limit with RESOURCE_EXHAUSTED, which exporters
         # retry; a larger transport limit lets the collector answer INVALID_ARGUMENT (final).
-        limit = max(4 * collector.settings.max_request_bytes, 64 * 1024 * 1024)
+        settings = collector.settings
+        limit = max(4 * settings.max_request_bytes, 64 * 1024 * 1024)
         self._server = aio.server(
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", 4 * 1024 * 1024),
-            ]
+                # metadata (HTTP/2 headers) past the limit is refused as it arrives, never
+                # buffered whole: gRPC's counterpart of HTTP's 431
+                ("grpc.max_metadata_size", settings.max_header_bytes),
+                ("grpc.absolute_max_metadata_size", settings.max_header_bytes),
+                ("grpc.max_concurrent_streams", 100),
+                ("grpc.max_connection_idle_ms", 300_000),
+            ],
+            maximum_concurrent_rpcs=settings.max_connections,
         )
         handlers = {
             signal: grpc.method_handlers_generic_handler(
@@ -102,18 +112,22 @@ class GrpcReceiver:
                 k.lower(): v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)
             }
             try:
-                project = project_for(collector.settings.api_keys, metadata)
-                decoded = await asyncio.to_thread(
+                project = project_for(collector.settings.api_keys, metadata, INGEST)
+                receipt = await asyncio.to_thread(
                     collector.ingest, signal, body, encoding=otlp.PROTOBUF, project_id=project
                 )
+                await collector.acknowledge(receipt)
             except Unauthenticated as exc:
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
+            except Forbidden as exc:
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
             except (DecodeError, PayloadTooLarge) as exc:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except Overloaded as exc:
-                healthy = collector.writer.healthy and not collector.queue.closed
                 code = (
-                    grpc.StatusCode.RESOURCE_EXHAUSTED if healthy else grpc.StatusCode.UNAVAILABLE
+                    grpc.StatusCode.RESOURCE_EXHAUSTED
+                    if refusal_status(collector, exc) == 429
+                    else grpc.StatusCode.UNAVAILABLE
                 )
                 # OTLP: RESOURCE_EXHAUSTED is retryable when the server says when, via RetryInfo
                 context.set_trailing_metadata(
@@ -124,12 +138,28 @@ class GrpcReceiver:
                 # a bug, not the client's fault: say so, keep serving, and leave a traceback
                 log.exception("OTLP/gRPC export failed")
                 await context.abort(grpc.StatusCode.INTERNAL, "internal error; see server log")
-            return responses.export_response(decoded)
+            return responses.export_response(receipt.decoded)
 
         return export
 
     async def __aenter__(self) -> GrpcReceiver:
-        self.port = self._server.add_insecure_port(f"{self.host}:{self.requested_port}")
+        address = f"{self.host}:{self.requested_port}"
+        settings = self.collector.settings
+        if settings.tls:
+            ca = Path(settings.tls_client_ca).read_bytes() if settings.tls_client_ca else None
+            credentials = grpc.ssl_server_credentials(
+                [
+                    (
+                        Path(settings.tls_keyfile).read_bytes(),
+                        Path(settings.tls_certfile).read_bytes(),
+                    )
+                ],
+                root_certificates=ca,
+                require_client_auth=ca is not None,
+            )
+            self.port = self._server.add_secure_port(address, credentials)
+        else:
+            self.port = self._server.add_insecure_port(address)
         await self._server.start()
         log.info("OTLP/gRPC listening on %s:%d", self.host, self.port)
         return self

@@ -1,9 +1,11 @@
 """OTLP/HTTP: ``POST /v1/traces`` and ``POST /v1/logs``, protobuf or JSON, gzip or not.
 
 Answers follow the OTLP/HTTP specification: 200 with an Export response (``partial_success``
-when some items were turned away) in the request's encoding; 400 with a ``google.rpc.Status``
-for an undecodable body; 413 past the size limits; 415 for an unknown content type; 429 (queue
-full) or 503 (store failing, shutting down) with ``Retry-After``, which OTLP exporters honour.
+when some items were turned away) in the request's encoding, sent only once the request's rows
+are durable (``SKILLSIGHT_ACK``); 400 with a ``google.rpc.Status`` for an undecodable body; 401
+without a known key, 403 for a key that may not ingest; 413 past the size limits; 415 for an
+unknown content type; 429 (queue full, project rate limit or quota) or 503 (store failing,
+shutting down, not durable in time) with ``Retry-After``, which OTLP exporters honour.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from starlette.routing import Route
 
 from skillsight.errors import DecodeError, Overloaded, PayloadTooLarge
 from skillsight.ingest import otlp
-from skillsight.ingest.collector import Collector
+from skillsight.ingest.collector import Collector, Unavailable
+from skillsight.ingest.limits import RateLimited
 from skillsight.ingest.otlp import responses
-from skillsight.tenancy import Unauthenticated, project_for
+from skillsight.tenancy import INGEST, Forbidden, Unauthenticated, project_for
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,16 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def refusal_status(collector: Collector, exc: Overloaded) -> int:
+    """429 for what the client can fix by slowing down (queue full, its project's rate or
+    quota); 503 while the service cannot take anyone's rows (store failing, stopping)."""
+    if isinstance(exc, RateLimited):
+        return 429
+    if isinstance(exc, Unavailable) or not collector.writer.healthy or collector.queue.closed:
+        return 503
+    return 429
+
+
 def otlp_http_routes(collector_of: Callable[[], Collector | None]) -> list[Route]:
     """The two OTLP/HTTP export routes, bound to the collector ``collector_of`` gives when a
     request comes (None: this process does not ingest, and says so with a 404)."""
@@ -71,7 +84,7 @@ def otlp_http_routes(collector_of: Callable[[], Collector | None]) -> list[Route
             message = "this process does not take OTLP (its role has no collector)"
             return _error(404, responses.NOT_FOUND, message, encoding)
         try:
-            project = project_for(collector.settings.api_keys, request.headers)
+            project = project_for(collector.settings.api_keys, request.headers, INGEST)
             body = await _read_body(request, collector.settings.max_request_bytes)
             content_encoding = request.headers.get("content-encoding")
             ingest = functools.partial(
@@ -89,17 +102,20 @@ def otlp_http_routes(collector_of: Callable[[], Collector | None]) -> list[Route
                 and len(body) <= INLINE_MAX_BYTES
                 and content_encoding in (None, "", "identity")
             ):
-                decoded = ingest()
+                receipt = ingest()
             else:
-                decoded = await asyncio.to_thread(ingest)
+                receipt = await asyncio.to_thread(ingest)
+            await collector.acknowledge(receipt)
         except Unauthenticated as exc:
             return _error(401, responses.UNAUTHENTICATED, str(exc), encoding)
+        except Forbidden as exc:
+            return _error(403, responses.PERMISSION_DENIED, str(exc), encoding)
         except PayloadTooLarge as exc:
             return _error(413, responses.INVALID_ARGUMENT, str(exc), encoding)
         except DecodeError as exc:
             return _error(400, responses.INVALID_ARGUMENT, str(exc), encoding)
         except Overloaded as exc:
-            status = 429 if collector.writer.healthy and not collector.queue.closed else 503
+            status = refusal_status(collector, exc)
             retry_after = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
             return _error(
                 status,
@@ -114,7 +130,7 @@ def otlp_http_routes(collector_of: Callable[[], Collector | None]) -> list[Route
             # a bug, not the client's fault: answer in OTLP's shape, keep serving, log it
             log.exception("OTLP/HTTP export failed")
             return _error(500, responses.INTERNAL, "internal error; see server log", encoding)
-        payload, media = responses.encode(responses.export_response(decoded), encoding)
+        payload, media = responses.encode(responses.export_response(receipt.decoded), encoding)
         return Response(payload, status_code=200, media_type=media)
 
     async def traces(request: Request) -> Response:

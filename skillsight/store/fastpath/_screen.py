@@ -1,8 +1,8 @@
 """Which requests the fast path may take: those the Python decoder would keep whole.
 
-The Python decoder turns away spans with unusable ids and answers with their reasons, and it
-salvages what protobuf's parser refuses; both need it. Everything else it keeps as sent, and so
-does the fast path.
+The Python decoder turns away spans with unusable ids or impossible start times and answers with
+their reasons, and it salvages what protobuf's parser refuses; both need it. Everything else it
+keeps as sent, and so does the fast path.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from skillsight.store import MAX_PARTITIONS_PER_INSERT, month_of
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -23,13 +25,22 @@ class Screened(NamedTuple):
     spans: int
     entries: bool  # some span has events or links (see FastTraceWriter.insert)
     span_ids: bytes  # the spans' 8-byte ids, end to end (see distinct_span_ids)
+    months: tuple[int, int] = (0, 0)  # the first and last month its spans start in
 
 
-def screen(body: bytes) -> Screened | None:
+_ANY_TIME = (0, (1 << 64) - 1)
+
+
+def screen(
+    body: bytes, bounds: tuple[int, int] = _ANY_TIME, *, unset_ok: bool = True
+) -> Screened | None:
     """What the fast path needs to know of ``body``, or None when Python must decode it.
 
     None for a body protobuf refuses, one holding a span the Python decoder would reject (it
-    says why in the response), and one without spans (nothing to insert, or not a request).
+    says why in the response: bad ids, a start time outside ``bounds`` — or unset, unless
+    ``unset_ok`` — ), one whose spans start
+    over more months than one INSERT may write, and one without spans (nothing to insert, or not
+    a request).
     """
     try:
         request = ExportTraceServiceRequest.FromString(body)
@@ -38,6 +49,8 @@ def screen(body: bytes) -> Screened | None:
     count = 0
     entries = False
     ids: list[bytes] = []
+    earliest, latest = bounds
+    first, last = 1 << 64, -1
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
@@ -52,11 +65,25 @@ def screen(body: bytes) -> Screened | None:
                     or (parent and len(parent) != 8)
                 ):
                     return None
+                start = span.start_time_unix_nano
+                if start < first:
+                    if start < earliest and (start or not unset_ok):
+                        return None
+                    first = start
+                if start > last:
+                    if start > latest:
+                        return None
+                    last = start
                 if not entries and (span.events or span.links):
                     entries = True
                 ids.append(span_id)
                 count += 1
-    return Screened(count, entries, b"".join(ids)) if count else None
+    if not count:
+        return None
+    months = (month_of(first), month_of(last))
+    if months[1] - months[0] >= MAX_PARTITIONS_PER_INSERT:
+        return None  # Python's rows are cut into INSERTs by month (Spans.insert)
+    return Screened(count, entries, b"".join(ids), months)
 
 
 def distinct_span_ids(batches: Iterable[bytes]) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillsight.errors import StoreError
-from skillsight.store import EmbeddedStore
+from skillsight.store import EmbeddedStore, store_condition
 from skillsight.store.fastpath._schema import envelope
 from skillsight.store.fastpath._statement import (
     UNSUPPORTED,
@@ -48,14 +48,42 @@ INSERT_SETTINGS: Mapping[str, Any] = {
 # reach a disk. Containers often give /dev/shm only 64 MiB, less than one large batch.
 _SHM = Path("/dev/shm")
 _SHM_ROOM = 1 << 30
+_PREFIX = "skillsight-fastpath-"
 
 
-def _spool_dir(parent: Path | None) -> Path:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
+
+
+def _sweep(parent: Path) -> None:
+    """Remove scratch folders of processes that died without removing theirs (``kill -9``).
+
+    A folder's name carries its process id; a folder whose process is gone is nobody's.
+    """
+    try:
+        entries = list(parent.glob(f"{_PREFIX}*"))
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _scratch_dir(parent: Path | None) -> Path:
     if parent is None and _SHM.is_dir() and os.access(_SHM, os.W_OK):
         room = os.statvfs(_SHM)
         if room.f_bavail * room.f_frsize >= _SHM_ROOM:
             parent = _SHM
-    return Path(tempfile.mkdtemp(prefix="skillsight-fastpath-", dir=parent))
+    parent = parent or Path(tempfile.gettempdir())
+    _sweep(parent)
+    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
 
 
 class FastTraceWriter:
@@ -80,7 +108,7 @@ class FastTraceWriter:
         self.limits = limits
         self.insert_settings = {**INSERT_SETTINGS, **(insert_settings or {})}
         self._columns, self._projection = span_projection()
-        self._dir = _spool_dir(spool_dir)
+        self._dir = _scratch_dir(spool_dir)
         self._names = itertools.count()
 
     def close(self) -> None:
@@ -102,11 +130,13 @@ class FastTraceWriter:
         which would find nothing to remove.
 
         A request is left when it holds a value the SQL does not render as Python does, or
-        when ClickHouse fails the statement for another reason (its parser refusing something
-        protobuf's accepted, say): the caller decodes those in Python and inserts them through
-        :meth:`Store.insert_spans`, whose own failures then surface as usual. So this never
-        raises :class:`StoreError`. A statement that throws while reading or rendering has
-        written nothing (the batch is one block), so a left request's spans are not also here.
+        when ClickHouse fails the statement because of what the batch holds (its parser refusing
+        something protobuf's accepted, a row the table refuses): the caller decodes those in
+        Python and inserts them through :meth:`Spans.insert`, which isolates failing rows. A
+        failure that is the store's condition (:func:`store_condition`: unreachable, disk
+        full, merges behind) raises :class:`StoreError`, for the caller to retry the batch. A
+        statement that throws has written nothing (the batch is one block), so a left
+        request's spans are not also here.
         """
         pending = list(range(len(requests)))
         left: list[int] = []
@@ -123,6 +153,8 @@ class FastTraceWriter:
                 return sorted(left)
             except StoreError as exc:
                 if UNSUPPORTED not in str(exc):
+                    if store_condition(str(exc)):
+                        raise
                     log.warning(
                         "fast path failed; %d requests go the Python way: %s", len(pending), exc
                     )
@@ -130,6 +162,8 @@ class FastTraceWriter:
                 try:
                     found = self._unsupported(path, entries).intersection(pending)
                 except StoreError as again:
+                    if store_condition(str(again)):
+                        raise
                     log.warning("fast path cannot tell which requests to leave: %s", again)
                     return sorted(left + pending)
                 if not found:
