@@ -214,6 +214,14 @@ def bench_scorecard(
         ),
     ] = False,
     repeat: Annotated[int, typer.Option("--repeat", help="Warm runs per query.")] = 7,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Also compare the read models' scorecards and gate rows with the raw rows', "
+            "before and after rescoring (writes the rescores into the store).",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
@@ -232,6 +240,7 @@ def bench_scorecard(
             data=data,
             keep=keep,
             repeat=repeat,
+            verify=verify,
             console=console,
         )
     except SkillsightError as exc:
