@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page
 
 from tests.support.browser import VIEWPORT, chromium, screenshot
 from tests.support.serve import RunningServer
-from tests.support.ui_feed import KEY, fed_server
+from tests.support.ui_feed import KEY, OTHER_KEY, fed_server
 
 pytestmark = pytest.mark.slow
 
@@ -88,6 +88,16 @@ def test_without_the_key_a_page_shows_nothing_of_the_project(
     tab.wait_for_selector("[role=alert]")
     assert activation["skill_name"] not in tab.content()
     screenshot(tab, "login", probe)
+    # another project's key opens that project, where none of this one's clusters are
+    labels = [c["label"] for c in server.get("/api/v1/clusters")]
+    assert labels
+    tab.goto(server.api + "/")
+    tab.fill("#key", OTHER_KEY)
+    tab.press("#key", "Enter")
+    tab.wait_for_url(server.api + "/")
+    for label in labels:
+        assert label not in tab.content()
+    assert tab.locator("table.clusters").count() == 0
     context.close()
 
 
@@ -187,3 +197,70 @@ def test_keyboard_moves_opens_searches_and_helps(page: Page, server: RunningServ
     assert page.locator("dialog#help").is_visible()
     page.keyboard.press("Escape")
     assert not page.locator("dialog#help").is_visible()
+
+
+def test_the_clusters_page_lists_the_clusters_the_api_lists(
+    page: Page, server: RunningServer, probe: Page
+) -> None:
+    listed = server.get("/api/v1/clusters", limit=100)
+    assert len(listed) >= 2  # the fixture replays two failure patterns as fresh sessions
+    page.goto(server.api + "/?status=all&window=all")
+    rows = page.locator("table.clusters tbody tr")
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.cluster)") == [
+        c["cluster_id"] for c in listed
+    ]
+    first = rows.first
+    assert first.locator("th a").inner_text() == listed[0]["label"]
+    assert first.locator("[data-status-of]").inner_text() == listed[0]["status"]
+    assert first.locator("svg.spark").count() == 1
+    screenshot(page, "clusters", probe)
+
+
+def test_a_cluster_shows_an_exemplar_timeline_with_the_failing_step_and_its_reason(
+    page: Page, server: RunningServer, probe: Page
+) -> None:
+    page.goto(server.api + "/?status=all&window=all")
+    page.locator("table.clusters tbody tr th a").first.click()
+    page.wait_for_url("**/clusters/*")
+    cluster_id = page.url.rsplit("/", 1)[1]
+    detail = server.get(f"/api/v1/clusters/{cluster_id}")
+    exemplar = server.get(f"/api/v1/activations/{detail['exemplar_activation_ids'][0]}")
+    failing = [e for e in exemplar["evaluations"] if e["passed"] is False]
+    messages = {f["message"] for e in failing for f in e["findings"]} | {
+        e["reason"] for e in failing
+    }
+    first = page.locator("article.exemplar").first
+    marked = first.locator(".tl-item.is-failing")
+    assert marked.count() >= 1
+    reason = marked.first.locator(".reason").first.inner_text()
+    assert any(message in reason for message in messages), (reason, messages)
+    assert page.locator("text=first bad version").count() == 1
+    members = page.locator("#mem-h + table tbody tr")
+    assert members.count() == min(detail["size"], 25)
+    screenshot(page, "cluster", probe, full_page=True)
+
+
+def test_acknowledging_a_cluster_changes_its_status_in_the_api(
+    page: Page, server: RunningServer
+) -> None:
+    cluster = server.get("/api/v1/clusters", limit=100)[-1]
+    page.goto(server.api + "/?status=all&window=all")
+    row = page.locator(f"table.clusters tbody tr[data-cluster='{cluster['cluster_id']}']")
+    row.locator("input[name=assignee]").fill("on-call")
+    row.locator("button[value=acknowledged]").click()
+    badge = row.locator("[data-status-of]")
+    badge.filter(has_text="acknowledged").wait_for()
+    after = server.get(f"/api/v1/clusters/{cluster['cluster_id']}")
+    assert (after["status"], after["assignee"]) == ("acknowledged", "on-call")
+    # the page itself, reloaded, says so too; and resolving works without script (a form post)
+    page.reload()
+    assert row.locator("[data-status-of]").inner_text() == "acknowledged"
+    page.goto(f"{server.api}/clusters/{cluster['cluster_id']}")
+    page.evaluate(  # as a browser without script would: the form posts
+        "document.querySelectorAll('form[data-inline]')"
+        ".forEach(f => f.removeAttribute('data-inline'))"
+    )
+    with page.expect_navigation():
+        page.click("button[value=resolved]")
+    assert page.locator("[data-status-of]").inner_text() == "resolved"
+    assert server.get(f"/api/v1/clusters/{cluster['cluster_id']}")["status"] == "resolved"

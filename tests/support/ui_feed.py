@@ -10,41 +10,75 @@ OTLP exports (``demo.replay``), the collector, the rebuild, the deterministic ev
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from demo import replay
 from tests.support.serve import RunningServer, running_server
 
 PROJECT, KEY = "ui", "ui-key"
 OTHER_PROJECT, OTHER_KEY = "other", "other-key"
+# reads the service's own state (/healthz details), which project keys do not
+ADMIN_KEY = "ui-admin"
 FIRST = ("one_skill", "tool_error", "allowed_tools_violation", "security", "distractor")
 SECOND = ("skipped_script", "two_skills")
+# Failure patterns replayed again as fresh sessions (new ids, now), enough of each for a cluster.
+REPEATED = ("allowed_tools_violation", "tool_error")
+REPEATS = 6
 HEADERS = {"x-skillsight-key": KEY}
 
 
 def _env(extra: Mapping[str, str]) -> dict[str, str]:
     return {
-        "SKILLSIGHT_API_KEYS": f"{KEY}:{PROJECT},{OTHER_KEY}:{OTHER_PROJECT}",
+        "SKILLSIGHT_API_KEYS": (
+            f"{KEY}:{PROJECT},{OTHER_KEY}:{OTHER_PROJECT},{ADMIN_KEY}:{PROJECT}:read+admin"
+        ),
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",
         "SKILLSIGHT_EVAL_ENABLED": "true",
+        "SKILLSIGHT_CLUSTER_INTERVAL_S": "1",
         **extra,
     }
 
 
-def _replay(server: RunningServer, names: Sequence[str]) -> None:
+def health(server: RunningServer) -> dict[str, Any]:
+    """The service's state, read with the admin key."""
+    response = httpx.get(
+        server.api + "/healthz", headers={"x-skillsight-key": ADMIN_KEY}, timeout=30
+    )
+    response.raise_for_status()
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def _get(server: RunningServer) -> Callable[[str], dict[str, Any]]:
+    return lambda path: health(server)
+
+
+def _replay(server: RunningServer, names: Sequence[str], repeats: int = 0) -> None:
     server.headers.update(HEADERS)
     for name in names:
         replay.send(server.otlp_http, name, HEADERS)
+    for name in REPEATED if repeats else ():
+        for index in range(repeats):
+            replay.send(server.otlp_http, name, HEADERS, replay.Variant(ago_s=600 + 60 * index))
+    replay.wait_scored(_get(server), len(names) + repeats * len(REPEATED))
 
-    def get(path: str) -> dict[str, Any]:
-        found: dict[str, Any] = server.get(path)
-        return found
 
-    replay.wait_scored(get, len(names))
+def _wait_clustered(server: RunningServer, timeout: float = 120.0) -> None:
+    """Until a clustering run has started after every failure was scored (polls)."""
+    runs = int(health(server)["clustering"]["runs"])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if int(health(server)["clustering"]["runs"]) >= runs + 2:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no clustering run within {timeout}s: {health(server)}")
 
 
 @contextmanager
@@ -65,5 +99,6 @@ def fed_server(
     skill_md.write_text(skill_md.read_text() + "\nReport the row count first.\n")
     replay.scan_into_store(changed, data, PROJECT)
     with running_server(data, env=_env(env or {})) as server:
-        _replay(server, SECOND)
+        _replay(server, SECOND, repeats=REPEATS)
+        _wait_clustered(server)
         yield server

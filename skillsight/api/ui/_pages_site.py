@@ -82,9 +82,3 @@ async def go(
         if await asyncio.to_thread(store.trajectories.page, project, text, limit=0) is not None:
             return RedirectResponse(f"/sessions/{text}", status_code=303)
     return RedirectResponse(f"/skills?q={text}&window=all", status_code=303)
-
-
-@router.get("/")
-async def home(project: PageProject) -> Response:
-    """The home page: failure clusters once clustering serves them; the skills until then."""
-    return RedirectResponse("/skills", status_code=307)

@@ -68,6 +68,7 @@
     // inline status forms: post without leaving the page, then show the new status
     document.querySelectorAll("form[data-inline]").forEach((form) => {
       form.addEventListener("submit", async (event) => {
+        if (!form.hasAttribute("data-inline")) return;  // a plain form post
         event.preventDefault();
         const button = event.submitter;
         const body = new URLSearchParams(new FormData(form, button));
