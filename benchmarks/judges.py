@@ -94,10 +94,9 @@ def _answer(body: dict[str, Any]) -> Answer:
     """Every listed check satisfied, citing the first step shown."""
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     steps = [int(s) for s in _STEP.findall(user)][:1]
-    checks = [
-        {"check": c, "satisfied": True, "step_ids": steps, "reason": "shown"}
-        for c in _CHECK.findall(user)
-    ]
+    checks = {
+        c: {"satisfied": True, "step_ids": steps, "reason": "shown"} for c in _CHECK.findall(user)
+    }
     verdict: dict[str, Any] = {"checks": checks, "summary": "fine"}
     if "better_skill" in str(body.get("response_format") or body.get("tools")):
         verdict = {"checks": checks, "better_skill": None, "summary": "fine"}
@@ -222,10 +221,9 @@ def _offline_us(rubric: Any, batch: list[Activation]) -> float:
     for activation in batch:
         rendered = render_inputs(rubric, activation, context, 24_000)
         verdict = {
-            "checks": [
-                {"check": c.id, "satisfied": True, "step_ids": [3], "reason": ""}
-                for c in rubric.checks
-            ]
+            "checks": {
+                c.id: {"satisfied": True, "step_ids": [3], "reason": ""} for c in rubric.checks
+            }
         }
         credit(verdict, rubric.checks, rendered.shown_steps, activation)
     return (time.perf_counter() - started) * 1e6 / len(batch)

@@ -50,14 +50,12 @@ from skillsight.evaluators.judges import (
     NOT_EVALUATED,
     RUBRIC_NAMES,
     SPEND_CAP_REACHED,
-    DispatchVerdict,
     JudgeClient,
     JudgeContext,
     JudgeEvaluator,
     JudgeSettings,
     SkillRubric,
     SpendCap,
-    Verdict,
     VerdictCache,
     build_judges,
     cohen_kappa,
@@ -66,6 +64,7 @@ from skillsight.evaluators.judges import (
     load_rubric,
     release_connections,
     render_inputs,
+    verdict_schema,
 )
 from skillsight.rebuild.activations import Activation, SkillContract, ToolCall, VisibleSkill
 from skillsight.rebuild.session import Rebuilt, rebuild_session
@@ -110,7 +109,9 @@ def check(name: str, satisfied: bool, steps: list[int], reason: str = "") -> dic
 
 
 def verdict(*checks: dict[str, Any], summary: str = "ok", **extra: Any) -> Reply:
-    return Reply([Json({"checks": list(checks), **extra, "summary": summary})], usage=USAGE)
+    """The judge's answer: one entry per check, keyed by the check's id (the output schema)."""
+    keyed = {c["check"]: {k: v for k, v in c.items() if k != "check"} for c in checks}
+    return Reply([Json({"checks": keyed, **extra, "summary": summary})], usage=USAGE)
 
 
 def dispatch_verdict(satisfied: bool = True, steps: tuple[int, ...] = (2,)) -> Reply:
@@ -293,14 +294,20 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
     assert [body["response_format"] for body in sent] == [
         {
             "type": "json_schema",
-            "json_schema": {"name": name, "schema": schema.model_json_schema(), "strict": True},
+            "json_schema": {
+                "name": name,
+                "schema": verdict_schema(
+                    load_rubric(name).output, tuple(c.id for c in load_rubric(name).checks)
+                ).model_json_schema(),
+                "strict": True,
+            },
         }
-        for name, schema in (
-            ("dispatch", DispatchVerdict),
-            ("internal_trajectory", Verdict),
-            ("integration", Verdict),
-        )
+        for name in ("dispatch", "internal_trajectory", "integration")
     ]
+    # the answers to the checks are an object whose required keys are the check ids
+    integration = sent[2]["response_format"]["json_schema"]["schema"]
+    assert integration["$defs"]["CheckAnswers"]["required"] == ["read", "propagated", "used"]
+    assert integration["$defs"]["CheckAnswers"]["additionalProperties"] is False
     assert {body["model"] for body in sent} == {"judge-test"}
     # The dispatch prompt shows the decision step with what the agent said there.
     assert "## The decision: step 2" in sent[0]["messages"][1]["content"]
@@ -365,6 +372,24 @@ def test_dispatch_of_a_distractor_is_judged_wrong_against_the_catalogue() -> Non
 
 
 # --- failures: malformed output, rate limits, server errors ---------------------------------------
+
+
+def test_an_answer_missing_checks_is_retried_then_an_error_with_the_partial_answer_as_detail(
+    activation: Activation,
+) -> None:
+    """internal_trajectory lists three checks; a judge that answers two of them, each time,
+    has not judged: no score, no failing label, the partial answer only in the error."""
+    partial = verdict(
+        check("in_scope", False, [3], "it wandered"), check("allowed_tools", True, [3])
+    )
+    server = ScriptedOpenAI([partial, partial, partial])
+    with server as url:
+        judged = judge(url, "internal_trajectory").evaluate(activation)
+    assert len(server.model_requests) == 3
+    assert (judged.score, judged.passed, judged.label) == (None, None, "error")
+    assert judged.findings == ()
+    assert "checks.followed_procedure: Field required" in judged.error
+    assert 'partial answer: {"in_scope": {"satisfied": false' in judged.error
 
 
 def test_malformed_json_is_retried_then_recorded_as_an_error_with_no_score(
@@ -454,7 +479,7 @@ def test_auto_falls_back_to_a_tool_call_when_json_schema_is_refused(
     activation: Activation,
 ) -> None:
     arguments = {
-        "checks": [check("right_skill", True, [2], "fits")],
+        "checks": {"right_skill": {"satisfied": True, "step_ids": [2], "reason": "fits"}},
         "better_skill": None,
         "summary": "fits",
     }
@@ -477,7 +502,9 @@ def test_auto_falls_back_to_a_tool_call_when_json_schema_is_refused(
         assert body["tool_choice"] == {"type": "function", "function": {"name": "record_verdict"}}
         (tool,) = body["tools"]
         assert tool["function"]["name"] == "record_verdict"
-        assert tool["function"]["parameters"] == DispatchVerdict.model_json_schema()
+        assert tool["function"]["parameters"] == (
+            verdict_schema("dispatch", ("right_skill",)).model_json_schema()
+        )
 
 
 # --- citations -----------------------------------------------------------------------------------

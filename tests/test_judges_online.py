@@ -49,14 +49,13 @@ def dispatch_verdict(body: dict[str, Any]) -> Reply:
         [
             Json(
                 {
-                    "checks": [
-                        {
-                            "check": "right_skill",
+                    "checks": {
+                        "right_skill": {
                             "satisfied": True,
                             "step_ids": [step],
                             "reason": "the request asks for CSV totals",
                         }
-                    ],
+                    },
                     "better_skill": None,
                     "summary": "csv-summary fits",
                 }
@@ -288,3 +287,43 @@ def test_the_spend_cap_rereads_the_store_and_keeps_its_figure_when_the_read_fail
     day[0] = date(2026, 1, 2)  # a new day: reset, and the failed read leaves it at zero
     assert (cap.spent_usd, cap.allows()) == (0.0, True)
     assert reads == [date(2026, 1, 1), date(2026, 1, 1), date(2026, 1, 2)]
+
+
+def empty_answers(body: dict[str, Any]) -> Reply:
+    """Schema-shaped, but no check answered (a judge model that "answered" nothing)."""
+    return Reply([Json({"checks": {}, "better_skill": None, "summary": "looks fine"})], usage=USAGE)
+
+
+def test_a_judge_that_answers_no_check_has_not_judged(
+    one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every attempt is retried like malformed JSON; the stored row is an error with no score,
+    and the scorecard counts it as not evaluated, never as a failure."""
+    data, activation_id = one_skill
+    server = ScriptedOpenAI(empty_answers)
+    with server as url:
+        for name, value in judge_env(url).items():
+            monkeypatch.setenv(name, value)
+        ran = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+    assert ran.exit_code == 0, ran.output
+    assert len(server.model_requests) == 3  # retried like malformed JSON
+    store = EmbeddedStore(data)
+    try:
+        (row,) = store.evaluations.for_activation("default", activation_id)
+    finally:
+        store.close()
+    assert (row["score"], row["passed"], row["label"]) == (None, None, "error")
+    assert "checks.right_skill: Field required" in row["error"]
+    assert row["findings"] == "[]"  # no check_unanswered "failure" either
+    shown = runner.invoke(
+        app,
+        ["skills", "scorecard", "csv-summary", "--window", "all", "--json", "--data", str(data)],
+    )
+    assert shown.exit_code == 0, shown.output
+    (dispatch,) = json.loads(shown.stdout)["evaluators"]
+    assert {k: dispatch[k] for k in ("scored", "not_evaluated", "passed", "pass_rate")} == {
+        "scored": 0,
+        "not_evaluated": 1,
+        "passed": 0,
+        "pass_rate": None,
+    }

@@ -41,7 +41,13 @@ from skillsight.evaluators.judges._setup import (
     judge_registry,
     judge_settings,
 )
-from skillsight.evaluators.judges._verdicts import CheckVerdict, DispatchVerdict, Verdict
+from skillsight.evaluators.judges._verdicts import (
+    CheckAnswer,
+    CheckVerdict,
+    DispatchVerdict,
+    Verdict,
+    verdict_schema,
+)
 
 __all__ = [
     "NOT_EVALUATED",
@@ -51,6 +57,7 @@ __all__ = [
     "CacheKey",
     "CalibrationItem",
     "Check",
+    "CheckAnswer",
     "CheckVerdict",
     "Credit",
     "DispatchVerdict",
@@ -83,4 +90,5 @@ __all__ = [
     "release_connections",
     "render_inputs",
     "system_prompt",
+    "verdict_schema",
 ]

@@ -290,12 +290,16 @@ def _parse(response: Any, schema: type[BaseModel], mode: StructuredOutput) -> di
     except ValueError as exc:
         raise _Malformed(f"not JSON ({exc}): {text[:200]!r}") from exc
     try:
-        return schema.model_validate(data).model_dump(mode="json")
+        verdict: dict[str, Any] = schema.model_validate(data).model_dump(mode="json", by_alias=True)
+        return verdict
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'verdict'}: {e['msg']}" for e in exc.errors()[:3]
         )
-        raise _Malformed(f"does not match the schema: {problems}") from exc
+        partial = data.get("checks") if isinstance(data, dict) else None
+        # what an incomplete answer did say is detail of the error, never a score
+        shown = f"; partial answer: {json.dumps(partial)[:300]}" if partial else ""
+        raise _Malformed(f"does not match the schema: {problems}{shown}") from exc
 
 
 def _first_line(exc: BaseException) -> str:

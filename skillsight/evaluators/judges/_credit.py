@@ -47,8 +47,12 @@ def credit(
     activation: Activation,
 ) -> Credit:
     answers: dict[str, Mapping[str, Any]] = {}
-    for answer in verdict.get("checks", []):
-        answers.setdefault(str(answer.get("check", "")), answer)
+    given = verdict.get("checks", [])
+    if isinstance(given, Mapping):  # keyed by check id (the schema judges answer in)
+        answers = {str(k): v for k, v in given.items() if isinstance(v, Mapping)}
+    else:  # a list of {"check": id, ...} (calibration files, older cached verdicts)
+        for answer in given:
+            answers.setdefault(str(answer.get("check", "")), answer)
     anchor_step = activation.trigger_step_id
     anchor_call = activation.trigger_call_id if anchor_step is None else None
     credited: list[str] = []

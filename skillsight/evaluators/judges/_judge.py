@@ -29,7 +29,7 @@ from skillsight.evaluators.judges._credit import credit
 from skillsight.evaluators.judges._fence import PLACEHOLDER, new_boundary, seal
 from skillsight.evaluators.judges._render import render_inputs
 from skillsight.evaluators.judges._rubric import Check, Rubric, system_prompt
-from skillsight.evaluators.judges._verdicts import SCHEMAS
+from skillsight.evaluators.judges._verdicts import verdict_schema
 from skillsight.rebuild.activations import Activation
 
 NOT_EVALUATED = "not_evaluated"
@@ -184,7 +184,7 @@ class JudgeEvaluator(Evaluator):
             {"role": "system", "content": seal(system, boundary)},
             {"role": "user", "content": seal(user, boundary)},
         ]
-        schema = SCHEMAS[self.rubric.output]
+        schema = verdict_schema(self.rubric.output, tuple(c.id for c in checks))
         try:
             with self._slots:
                 reply = self.client.complete(messages, schema, name=self.name)
