@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from skillsight import semconv
@@ -24,7 +25,7 @@ from skillsight.store import Store
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1
-STABLE_S = 0.5
+STABLE_S = 0.2
 
 
 @dataclass
@@ -64,8 +65,17 @@ def _read(store: Store, project_id: str, session_ids: list[str]) -> Evidence:
     return evidence
 
 
-async def collect(store: Store, project_id: str, key: str, *, wait_s: float) -> Evidence:
-    """Wait for the launch's sessions to be rebuilt and settled (see the module)."""
+async def collect(
+    store: Store,
+    project_id: str,
+    key: str,
+    *,
+    wait_s: float,
+    drained: Callable[[], bool] = lambda: True,
+) -> Evidence:
+    """Wait for the launch's sessions to be rebuilt and settled (see the module); ``drained``
+    says the collector has committed every row it took (the agent has exited, so whatever it
+    exported was taken)."""
     deadline = time.monotonic() + wait_s
     seen: dict[str, int] = {}
     stable_since = time.monotonic()
@@ -79,6 +89,7 @@ async def collect(store: Store, project_id: str, key: str, *, wait_s: float) -> 
         now = time.monotonic()
         settled = (
             seen
+            and drained()
             and now - stable_since >= STABLE_S
             and await asyncio.to_thread(_ready, store, project_id, seen)
         )

@@ -30,6 +30,11 @@ class Hosted:
     endpoint: str
     """OTLP/HTTP base URL (``http://127.0.0.1:PORT``)."""
 
+    def drained(self) -> bool:
+        """Every row the collector took is committed (its write queue holds none)."""
+        collector = self.services.collector
+        return collector is None or collector.queue.held_rows == 0
+
 
 class _Server(uvicorn.Server):
     """uvicorn without signal handlers: the rerun decides when to stop."""

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,8 @@ class LaunchSettings:
     headers: Mapping[str, str]
     timeout_s: float
     telemetry_wait_s: float
+    drained: Callable[[], bool] = lambda: True
+    """Whether the hosted collector has committed every row it took."""
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
@@ -125,7 +127,9 @@ async def run_attempt(
     )
     duration_ms = (time.monotonic() - clock) * 1000.0
     wait = TIMEOUT_EVIDENCE_S if outcome != "done" else settings.telemetry_wait_s
-    evidence = await collect(store, settings.project_id, launch.key, wait_s=wait)
+    evidence = await collect(
+        store, settings.project_id, launch.key, wait_s=wait, drained=settings.drained
+    )
     row: dict[str, Any] = {
         "run_id": settings.run_id,
         "case_id": case.case_id,

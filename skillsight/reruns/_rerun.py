@@ -123,6 +123,7 @@ async def rerun(
                 headers=headers,
                 timeout_s=options.timeout_s,
                 telemetry_wait_s=options.telemetry_wait_s,
+                drained=hosted.drained,
             ),
             options=options,
             config={
