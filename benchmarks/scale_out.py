@@ -148,7 +148,7 @@ def _one_run(
         store_before = cpu_seconds(store_pid)
         started = time.monotonic()
         fleet.wait(
-            lambda: fleet.total("worker", _SCORED) >= sessions,
+            lambda: fleet.scored(sessions),
             "every session scored",
             timeout=1800,
             every=0.2,

@@ -246,6 +246,18 @@ class Fleet:
     def total(self, role: str, metric: str) -> float:
         return sum(p.metrics().get(metric, 0.0) for p in self.of(role))
 
+    def scored(self, sessions: int) -> bool:
+        """Whether the workers have scored ``sessions`` sessions; raises at the first session
+        whose scores could not be written (waiting on would only run into the deadline)."""
+        failed = self.total("worker", "skillsight_evaluation_store_failures_total")
+        if failed:
+            errors = [
+                p.get("/healthz").json()["evaluation"]["last_error"] for p in self.of("worker")
+            ]
+            raise AssertionError(f"{failed:.0f} sessions could not be scored: {errors}")
+        done = self.total("worker", "skillsight_evaluation_sessions_total") >= sessions
+        return done and self.total("worker", "skillsight_evaluation_queued_sessions") == 0
+
     def wait(
         self,
         condition: Callable[[], bool],

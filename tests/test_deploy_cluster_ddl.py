@@ -201,3 +201,19 @@ def test_retried_rows_land_on_the_shard_of_their_first_copy(
         "GROUP BY session_id"
     )
     assert sessions and all(s["shards"] == 1 for s in sessions), sessions
+
+
+def test_the_operations_guide_sql_parses(embedded_store: EmbeddedStore) -> None:
+    """docs/operations.md's BACKUP / RESTORE / ALTER examples are ClickHouse SQL as written."""
+    text = (Path(__file__).parents[1] / "docs" / "operations.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```sql\n")[1:]]
+    examples = [
+        "\n".join(line for line in piece.splitlines() if not line.strip().startswith("--"))
+        for block in blocks
+        for piece in block.split(";")
+    ]
+    examples = [e.strip() for e in examples if e.strip()]
+    inline = re.findall(r"`(ALTER TABLE [^`]+)`", text)
+    assert len(examples) >= 3 and inline
+    for sql in examples + inline:
+        assert formatted(embedded_store, sql), sql

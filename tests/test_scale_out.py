@@ -33,9 +33,7 @@ STALL_S = 15.0
 
 WRITTEN = 'skillsight_rows_written_total{signal="traces"}'
 REBUILT = "skillsight_rebuild_sessions_total"
-SCORED = "skillsight_evaluation_sessions_total"
 PENDING = "skillsight_rebuild_pending_sessions"
-QUEUED = "skillsight_evaluation_queued_sessions"
 
 
 @dataclass
@@ -93,9 +91,7 @@ def scaled_out(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
                 timeout=300,
             )
             fleet.wait(
-                lambda: (
-                    fleet.total("worker", SCORED) >= SESSIONS and fleet.total("worker", QUEUED) == 0
-                ),
+                lambda: fleet.scored(SESSIONS),
                 "every session scored",
                 timeout=900,
                 every=1.0,
