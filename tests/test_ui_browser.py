@@ -264,3 +264,22 @@ def test_acknowledging_a_cluster_changes_its_status_in_the_api(
         page.click("button[value=resolved]")
     assert page.locator("[data-status-of]").inner_text() == "resolved"
     assert server.get(f"/api/v1/clusters/{cluster['cluster_id']}")["status"] == "resolved"
+
+
+def test_promoting_a_cluster_drafts_a_golden_set_shown_on_its_page(
+    page: Page, server: RunningServer, probe: Page
+) -> None:
+    cluster = server.get("/api/v1/clusters", limit=100)[0]
+    page.goto(f"{server.api}/clusters/{cluster['cluster_id']}")
+    with page.expect_navigation():
+        page.click("text=Promote to golden set")
+    page.click("[role=status] a")
+    page.wait_for_url("**/goldens/*")
+    set_id = page.url.rsplit("/", 1)[1]
+    stored = server.get(f"/api/v1/golden-sets/{set_id}")
+    cases = stored["cases"]
+    assert cases and all(c["provenance"]["cluster_id"] == cluster["cluster_id"] for c in cases)
+    assert page.locator("tbody tr").count() == len(cases)
+    screenshot(page, "golden-set", probe)
+    page.goto(server.api + "/goldens")
+    assert page.locator(f"a[href='/goldens/{set_id}']").count() == 1

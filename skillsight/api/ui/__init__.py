@@ -11,7 +11,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from skillsight.api.ui import _pages_activity, _pages_clusters, _pages_site, _pages_skills
+from skillsight.api.ui import (
+    _pages_activity,
+    _pages_clusters,
+    _pages_goldens,
+    _pages_site,
+    _pages_skills,
+)
 from skillsight.api.ui._auth import ForeignPost, LoginRequired, login_redirect
 from skillsight.api.ui._render import STATIC
 
@@ -31,7 +37,7 @@ async def _foreign_post(request: Request, exc: Exception) -> Response:
 
 def install_ui(app: FastAPI) -> None:
     """Add the UI's pages, static assets and handlers to ``app``."""
-    for module in (_pages_site, _pages_clusters, _pages_activity, _pages_skills):
+    for module in (_pages_site, _pages_clusters, _pages_activity, _pages_skills, _pages_goldens):
         app.include_router(module.router)
     app.mount(STATIC_PATH, StaticFiles(directory=STATIC), name="ui-static")
     app.add_exception_handler(LoginRequired, _login_required)
