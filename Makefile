@@ -32,7 +32,8 @@ test: $(STAMP)
 ## ingest, instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
 ## generated store is kept in .skillsight/bench-scorecard and reused), scale-out (activations
-## evaluated per second with 1, 2 and 3 worker processes on one store)
+## evaluated per second with 1, 2 and 3 worker processes on one store), clustering (embeddings,
+## full runs at 10k and 100k failures, online assignment, the cluster list over 10M activations)
 bench: $(STAMP)
 	$(PY) -m benchmarks ingest
 	$(PY) -m benchmarks overhead
@@ -42,6 +43,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks judges
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep
 	$(PY) -m benchmarks scale-out
+	$(PY) -m benchmarks clustering --data .skillsight/bench-clusters
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests demo benchmarks

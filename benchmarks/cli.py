@@ -277,6 +277,57 @@ def bench_judges(
         print(json.dumps(report, indent=2))
 
 
+@app.command("clustering")
+def bench_clustering(
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Failures per full run, comma-separated (empty: skip).")
+    ] = "10000,100000",
+    list_activations: Annotated[
+        int,
+        typer.Option("--list-activations", help="Activations under the cluster list (0: skip)."),
+    ] = 10_000_000,
+    embed: Annotated[
+        int, typer.Option("--embed", help="Distinct texts for embeddings/s (0: skip).")
+    ] = 2000,
+    pca: Annotated[
+        str,
+        typer.Option("--pca", help="PCA dimensions compared at the smallest size (0 = none)."),
+    ] = "0,16,32,64",
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Folder of the 10M-activation store, kept and reused (default: a temporary "
+            "folder, kept too).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure failure clustering: embeddings per second per core, full runs at 10k and 100k
+    failures, online assignment per failure, and the cluster list over 10M activations.
+
+    Example: python -m benchmarks clustering --sizes 10000 --list-activations 1000000
+    """
+    from benchmarks.clustering import run_clustering_bench
+
+    try:
+        report = run_clustering_bench(
+            sizes=[int(n) for n in sizes.split(",") if n.strip()],
+            list_activations=list_activations,
+            embed_texts_count=embed,
+            pca=tuple(int(n) for n in pca.split(",") if n.strip()),
+            data=data,
+            console=console,
+        )
+    except (SkillsightError, ValueError) as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
 @app.command("scale-out")
 def bench_scale_out(
     sessions: Annotated[int, typer.Option("--sessions", help="Sessions per run.")] = 3000,

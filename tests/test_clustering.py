@@ -13,13 +13,16 @@ from skillsight.clustering import (
     Found,
     Thresholds,
     bucket_counts,
+    cause_features,
     cluster_label,
+    combined,
     ctfidf_terms,
     embed_texts,
     failure_text,
     fit,
     match_clusters,
     medoids,
+    merge_close,
     normalize,
     normalized,
     pack,
@@ -33,8 +36,6 @@ from skillsight.clustering import (
     trend_of,
     unpack_all,
 )
-from skillsight.clustering._fit import merge_close
-from skillsight.clustering._vectors import cause_features, combined
 from skillsight.errors import ConfigError
 from skillsight.evaluators import Evaluation, Evidence, Finding, default_embedder
 from skillsight.rebuild.activations import Activation, ToolCall
@@ -251,7 +252,7 @@ def test_identical_texts_are_embedded_once_and_share_their_row() -> None:
     assert embedder.misses - misses <= 2
 
 
-def test_cause_features_separate_failures_that_fail_differently() -> None:
+def test_cause_features_separate_failures_that_fail_differently_or_elsewhere() -> None:
     text = normalized(np.ones((2, 8), dtype=np.float32))
     same = np.vstack([cause_features(["tool_errors:retry"], ["tool_errors"])] * 2)
     other = np.vstack(
@@ -263,6 +264,13 @@ def test_cause_features_separate_failures_that_fail_differently() -> None:
     assert float(combined(text, same, 0.5)[0] @ combined(text, same, 0.5)[1]) == pytest.approx(1.0)
     assert float(combined(text, other, 0.5)[0] @ combined(text, other, 0.5)[1]) < 0.85
     assert combined(text, other, 0.0) is text
+    elsewhere = np.vstack(
+        [
+            cause_features(["tool_errors:retry"], ["tool_errors"], "csv-summary"),
+            cause_features(["tool_errors:retry"], ["tool_errors"], "pdf-fill"),
+        ]
+    )
+    assert float(combined(text, elsewhere, 0.5)[0] @ combined(text, elsewhere, 0.5)[1]) < 0.95
 
 
 PATTERN_TEXTS = {

@@ -11,9 +11,24 @@ on-call engineer drives: new, acknowledged, resolved, regressed. ``docs/clusters
 from __future__ import annotations
 
 from skillsight.clustering._assign import Assigned, ExemplarIndex, assign_failures
-from skillsight.clustering._collect import Failure, Thresholds, failing_now, source_key
+from skillsight.clustering._collect import (
+    Failure,
+    Thresholds,
+    failing_now,
+    source_key,
+    with_causes,
+    with_vectors,
+)
 from skillsight.clustering._facts import Cause, cause_of, severity_of_cluster
-from skillsight.clustering._fit import FitOptions, Fitted, fit, medoids, project, spread_exemplars
+from skillsight.clustering._fit import (
+    FitOptions,
+    Fitted,
+    fit,
+    medoids,
+    merge_close,
+    project,
+    spread_exemplars,
+)
 from skillsight.clustering._labels import cluster_label, ctfidf_terms, terms_of
 from skillsight.clustering._lifecycle import (
     OPEN,
@@ -30,7 +45,14 @@ from skillsight.clustering._service import Clusterer, ClustererOptions, Clustere
 from skillsight.clustering._settings import clusterer_options, run_options
 from skillsight.clustering._text import SEVERITY_ORDER, FailureText, failure_text, severity_of
 from skillsight.clustering._trend import HOUR_US, HOURS, Trend, bucket_counts, rank_score, trend_of
-from skillsight.clustering._vectors import embed_texts, normalized, pack, unpack_all
+from skillsight.clustering._vectors import (
+    cause_features,
+    combined,
+    embed_texts,
+    normalized,
+    pack,
+    unpack_all,
+)
 
 __all__ = [
     "HOURS",
@@ -60,9 +82,11 @@ __all__ = [
     "Trend",
     "assign_failures",
     "bucket_counts",
+    "cause_features",
     "cause_of",
     "cluster_label",
     "clusterer_options",
+    "combined",
     "ctfidf_terms",
     "embed_texts",
     "failing_now",
@@ -70,6 +94,7 @@ __all__ = [
     "fit",
     "match_clusters",
     "medoids",
+    "merge_close",
     "normalize",
     "normalized",
     "pack",
@@ -86,4 +111,6 @@ __all__ = [
     "terms_of",
     "trend_of",
     "unpack_all",
+    "with_causes",
+    "with_vectors",
 ]

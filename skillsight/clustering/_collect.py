@@ -160,7 +160,7 @@ def with_causes(failures: Sequence[Failure], vectors: Matrix, weight: float) -> 
     """The failures' text vectors with their cause features appended (see ``combined``)."""
     if weight <= 0 or not failures:
         return vectors
-    causes = np.vstack([cause_features(f.kinds, f.evaluators) for f in failures])
+    causes = np.vstack([cause_features(f.kinds, f.evaluators, f.skill_name) for f in failures])
     return combined(vectors, causes, weight)
 
 

@@ -56,12 +56,16 @@ def unpack_all(blobs: Iterable[bytes], dims: int) -> Matrix:
     return normalized(matrix)
 
 
-def cause_features(kinds: Sequence[str], evaluators: Sequence[str], dims: int = 256) -> Matrix:
-    """The failing evaluators and finding kinds as a signed hashed bag (one row, unit
-    length): failures that fail the same way share it, others are near orthogonal (the sign
-    bit makes the rare colliding tokens cancel rather than add up)."""
+def cause_features(
+    kinds: Sequence[str], evaluators: Sequence[str], skill: str = "", dims: int = 256
+) -> Matrix:
+    """The skill, the failing evaluators and the finding kinds as a signed hashed bag (one
+    row, unit length): failures of one skill that fail the same way share it, others are near
+    orthogonal (the sign bit makes the rare colliding tokens cancel rather than add up). Two
+    skills that fail alike stay two clusters: each has its own owner and its own fix."""
     row = np.zeros((1, dims), dtype=np.float32)
-    for token in (*evaluators, *kinds):
+    tokens = (f"skill:{skill}",) if skill else ()
+    for token in (*tokens, *evaluators, *kinds):
         digest = zlib.crc32(token.encode())
         row[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
     return normalized(row)
