@@ -64,6 +64,12 @@ SHARDING_KEYS: dict[str, str] = {
     "golden_cases": "cityHash64(project_id, set_id)",
     "runs": "cityHash64(project_id, run_id)",
     "run_results": "cityHash64(project_id, run_id)",
+    # the scorecard read models (0012): copied rows by activation (their key ends in it); a
+    # skill's marks and day rows on one shard, so one refresh of a day lands whole
+    "scorecard_rows": "cityHash64(project_id, activation_id)",
+    "scorecard_marks": "cityHash64(project_id, skill_name)",
+    "scorecard_days": "cityHash64(project_id, skill_name)",
+    "read_models": "cityHash64(project_id, name)",
 }
 
 LOCAL_SUFFIX = "_local"
