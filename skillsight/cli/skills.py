@@ -40,23 +40,40 @@ def skills_scan(
     store_them: Annotated[
         bool, typer.Option("--store", help="Record the skills without violations in the store.")
     ] = False,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            "--api",
+            envvar="SKILLSIGHT_API_URL",
+            help="Push the skills without violations to the catalogue of a running service "
+            "(POST /api/v1/skills; the service checks them again).",
+            show_default=False,
+        ),
+    ] = None,
+    key: KeyOpt = None,
     data: DataOpt = None,
     clickhouse: ClickhouseOpt = None,
     project: ProjectOpt = DEFAULT_PROJECT,
 ) -> None:
     """Check every SKILL.md below PATHS against the Agent Skills rules; exit 1 on a violation.
 
-    Each violation prints as `file:line: rule: message`.
+    Each violation prints as `file:line: rule: message`. `--store` records the valid skills in
+    a local store; `--api URL --key KEY` pushes them to a service running elsewhere (how a
+    skills repository's CI keeps a deployed service's catalogue current).
 
-    Example: skillsight skills scan .claude/skills --store --data ./skillsight-data
+    Example: skillsight skills scan .claude/skills --api https://skillsight.example --key $KEY
     """
     from skillsight.skills import scan
 
+    if store_them and api:
+        raise fail("--store records locally and --api pushes to a service: pick one", 2)
     try:
         report = scan(paths)
     except SkillsightError as exc:
         raise fail(str(exc), 2) from exc
     stored = 0
+    if api and report.valid_skills:
+        stored = _push(api, key, report)
     if store_them and report.valid_skills:
         with opened_store(data, clickhouse, code=2) as store:
             try:
@@ -74,9 +91,39 @@ def skills_scan(
         )
         if store_them:
             summary += f"; {stored} recorded in project {project!r}"
+        elif api:
+            summary += f"; {stored} recorded by {api}"
         print(summary)
     if report.violations:
         raise typer.Exit(1)
+
+
+def _push(api: str, key: str | None, report: Any) -> int:
+    """Send the valid skills' folders, one archive per parent folder (so each skill's
+    source_uri names where it lives); the number recorded."""
+    from skillsight.skills import pack_skills
+
+    by_parent: dict[Path, list[Path]] = {}
+    for manifest in report.valid_skills:
+        folder = manifest.path.absolute()
+        by_parent.setdefault(folder.parent, []).append(folder)
+    client = ServiceClient(api, key)
+    recorded = 0
+    for parent, folders in sorted(by_parent.items()):
+        try:
+            answer = client.post(
+                "/api/v1/skills",
+                pack_skills(folders),
+                "application/gzip",
+                {"source": parent.as_uri()},
+                accept=frozenset({200, 422}),
+            )
+        except SkillsightError as exc:
+            raise fail(str(exc), 2) from exc
+        recorded += len(answer["recorded"])
+        for violation in answer["violations"]:
+            print(f"{parent / violation['file']}: {violation['rule']}: {violation['message']}")
+    return recorded
 
 
 @skills_app.command("list")

@@ -7,8 +7,9 @@ JSON text in the insert batch so both transports stream plain strings.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pyarrow as pa
@@ -103,7 +104,10 @@ _SCHEMA = pa.schema([(column, arrow_type) for column, arrow_type, _, _ in SKILL_
 
 
 def skill_table(
-    project_id: str, manifests: Sequence[SkillManifest], scanned_at: datetime | None
+    project_id: str,
+    manifests: Sequence[SkillManifest],
+    scanned_at: datetime | None,
+    source_uris: Mapping[Path, str] | None = None,
 ) -> pa.Table:
     stamp = scanned_at or datetime.now(UTC)
     micros = int(stamp.timestamp() * 1_000_000)
@@ -117,7 +121,11 @@ def skill_table(
             "allowed_tools": json.dumps(manifest.allowed_tools or []),
             "allowed_tools_declared": int(manifest.allowed_tools is not None),
             "scripts": json.dumps(manifest.scripts),
-            "source_uri": manifest.path.absolute().as_uri(),
+            "source_uri": (
+                source_uris.get(manifest.path, "")
+                if source_uris is not None
+                else manifest.path.absolute().as_uri()
+            ),
             "body": manifest.body,
             # YAML dates and the like have no JSON form; their text is what the author wrote
             "frontmatter": json.dumps(manifest.frontmatter, sort_keys=True, default=str),
@@ -152,15 +160,19 @@ class Skills:
         manifests: Sequence[SkillManifest],
         *,
         scanned_at: datetime | None = None,
+        source_uris: Mapping[Path, str] | None = None,
     ) -> int:
-        """Record scanned skills in one insert; a re-scan of a version replaces its row."""
+        """Record scanned skills in one insert; a re-scan of a version replaces its row.
+
+        ``source_uris`` (by skill folder) replaces the folders' own ``file:`` URIs, for skills
+        scanned from an upload that names where they came from ("" when it does not)."""
         if not manifests:
             return 0
         self._store.insert_select(
             "skills",
             SKILL_COLUMNS,
             SKILL_SELECT,
-            skill_table(project_id, manifests, scanned_at),
+            skill_table(project_id, manifests, scanned_at, source_uris),
             SKILL_STRUCTURE,
         )
         return len(manifests)

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from skillsight.api._routes import (
     activations,
+    catalogue,
     clusters,
     goldens,
     health,
@@ -21,6 +22,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     metrics.router,
     telemetry.router,
     skills.router,
+    catalogue.router,
     activations.router,
     clusters.router,
     goldens.router,

@@ -47,6 +47,27 @@ def skill_folder(source_uri: str) -> Path | None:
     return folder.parent if folder.name == "SKILL.md" else folder
 
 
+def recorded_manifest(entry: SkillEntry) -> SkillManifest | None:
+    """The skill as the catalogue recorded it (frontmatter, body, scripts, version), for a
+    folder this machine cannot read; None when the entry lacks the body."""
+    body = entry.get("body")
+    if body is None:
+        return None
+    uri = str(entry.get("source_uri") or "")
+    folder = skill_folder(uri) or Path("/") / str(entry["name"])
+    return SkillManifest(
+        name=str(entry["name"]),
+        description=str(entry.get("description") or ""),
+        allowed_tools=entry.get("allowed_tools"),
+        body=str(body),
+        path=folder,
+        skill_md=folder / "SKILL.md",
+        version=str(entry.get("version") or ""),
+        frontmatter=dict(entry.get("frontmatter") or {}),
+        scripts=list(entry.get("scripts") or []),
+    )
+
+
 def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tuple[str, ...]:
     """The integration messages of the session's activations that come after this one's, in
     the same agent context, in order."""
@@ -118,6 +139,10 @@ class ContextAssembler:
         if not uri and activation.contract is not None:
             uri = activation.contract.source_uri
         manifest = self._manifest(skill_folder(uri))
+        if manifest is None and entry is not None:
+            # a catalogue pushed from elsewhere (POST /api/v1/skills): the folder is not on
+            # this machine, its SKILL.md as recorded is
+            manifest = recorded_manifest(entry)
         if (
             manifest is not None
             and activation.skill_version
