@@ -440,3 +440,11 @@ def test_counts_trend_and_rank() -> None:
     assert trend_of(hourly, first_seen_us=now - 2 * HOUR, now_us=now).direction == "new"
     assert trend_of([0] * 48, first_seen_us=0, now_us=now).direction == "quiet"
     assert rank_score(10, rising, "critical") > rank_score(30, rising, "medium")
+
+
+def test_the_docs_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "clusters.md").read_text()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/clusters.md", "exec"), {})
