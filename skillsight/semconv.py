@@ -94,6 +94,7 @@ SKILLSIGHT_ACTIVATION_CALL_ID: Final = "skillsight.activation.call_id"
 # --- resource attributes of a paired rerun's agent process (skillsight rerun) -----------------
 # Every agent a rerun starts gets these through OTEL_RESOURCE_ATTRIBUTES, so its telemetry flows
 # through the collector like live traffic and the rerun finds the sessions it produced.
+SKILLSIGHT_RERUN_PREFIX: Final = "skillsight.rerun."
 SKILLSIGHT_RERUN_ID: Final = "skillsight.rerun.id"
 SKILLSIGHT_RERUN_CASE: Final = "skillsight.rerun.case"
 SKILLSIGHT_RERUN_CONDITION: Final = "skillsight.rerun.condition"
