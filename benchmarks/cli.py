@@ -328,6 +328,38 @@ def bench_clustering(
         print(json.dumps(report, indent=2))
 
 
+@app.command("ui")
+def bench_ui(
+    activations: Annotated[
+        int, typer.Option("--activations", help="Activations in the generated store.")
+    ] = 10_000_000,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data",
+            help="Folder of the generated store, kept and reused (default: the cluster-list "
+            "bench's temporary folder).",
+            show_default=False,
+        ),
+    ] = None,
+    repeat: Annotated[int, typer.Option("--repeat", help="Timed fetches per page.")] = 10,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure the web UI's pages (clusters, a cluster, skills, the skill page of the busiest
+    and a typical skill for 7 days, 30 days and all time) over a generated store, through the
+    real app; target: under 1 s each.
+
+    Example: python -m benchmarks ui --activations 1000000
+    """
+    from benchmarks.ui import ui_bench
+
+    report = ui_bench(activations, data, console, repeat=repeat)
+    if as_json:
+        print(json.dumps(report, indent=2, default=str))
+
+
 @app.command("scale-out")
 def bench_scale_out(
     sessions: Annotated[int, typer.Option("--sessions", help="Sessions per run.")] = 3000,
