@@ -116,6 +116,23 @@ def test_skillsight_services_run_known_roles_and_known_settings() -> None:
     assert len(roles["collector"]) == 2 and len(roles["worker"]) == 2
 
 
+def test_collectors_keep_their_spool_on_a_volume_of_their_own() -> None:
+    """With SKILLSIGHT_ACK=spool (the default) a 200 means the request is fsync'd to the spool
+    in the data folder: it must outlive the container, and no two collectors may share it."""
+    dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    data_dir = re.search(r"SKILLSIGHT_DATA_DIR=(\S+)", dockerfile)
+    assert data_dir is not None
+    doc = compose()
+    mounts = []
+    for service in doc["services"].values():
+        if _command(service)[-2:] == ["--role", "collector"]:
+            [mount] = service["volumes"]
+            volume, target = mount.split("#")[0].strip().split(":")[:2]
+            assert volume in doc["volumes"] and data_dir.group(1).startswith(target + "/")
+            mounts.append(volume)
+    assert len(mounts) == len(set(mounts)) == 2
+
+
 def test_workers_split_the_sessions_between_them_exactly() -> None:
     services = compose()["services"]
     workers = [_env(s) for s in services.values() if _command(s)[-1:] == ["worker"]]

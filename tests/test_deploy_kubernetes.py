@@ -108,6 +108,16 @@ def test_settings_and_secrets_hold_known_settings_and_are_the_ones_referenced() 
                 find(objects, kind, ref["name"])
 
 
+def test_collectors_spool_to_a_volume() -> None:
+    spec = find(manifests(), "Deployment", "skillsight-collector")["spec"]["template"]["spec"]
+    [container] = spec["containers"]
+    [mount] = container["volumeMounts"]
+    assert mount["mountPath"] == "/var/lib/skillsight"
+    assert mount["name"] in {v["name"] for v in spec["volumes"]}
+    dockerfile = (KUBERNETES.parent / "Dockerfile").read_text(encoding="utf-8")
+    assert "SKILLSIGHT_DATA_DIR=/var/lib/skillsight/data" in dockerfile
+
+
 def test_workers_are_as_many_as_the_setting_says_and_take_their_index_from_the_pod() -> None:
     objects = manifests()
     workers = find(objects, "StatefulSet", "skillsight-worker")
