@@ -26,6 +26,7 @@ from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.catalogue import store_catalogue
 from skillsight.rebuild.finalizer import is_complete
 from skillsight.rebuild.session import Rebuilt, rebuild_session
+from skillsight.rebuild.visibility import GAPS, Visibility
 from skillsight.skills import scan
 from skillsight.store import EmbeddedStore
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
@@ -386,3 +387,28 @@ def test_a_masked_skill_name_reads_as_the_real_one(loaded: Loaded, masked: str) 
     ]
     events = (rebuilt.trajectory.extra or {}).get("skill_events", [])
     assert events == []  # both events were tied to their Skill calls, none left loose
+
+
+# --- per source: what arrives without content ----------------------------------------------------
+
+
+def test_each_source_reports_what_its_sessions_arrive_without(loaded: Loaded) -> None:
+    visibility = Visibility()
+    for name in NAMES:
+        for source in (*NATIVE, "openinference"):
+            visibility.observe(f"{name}.{source}", loaded.rebuilt(name, source).trajectory)
+    report = visibility.to_json()
+    native: Any = report["claude_code"]
+    # ten scenarios, three variants each
+    assert native["sessions"] == 30
+    assert native["without_tool_output"] == 10  # the ten with tool content off
+    assert native["without_request_id"] == 10
+    assert (native["without_prompts"], native["without_tool_input"]) == (0, 0)
+    assert native["without_workspace"] == 0  # reported through OTEL_RESOURCE_ATTRIBUTES
+    assert native["advice"] == [GAPS["tool_output"], GAPS["request_id"]]
+    assert "OTEL_LOG_TOOL_CONTENT=1" in native["advice"][0]
+    oi: Any = report["openinference"]
+    assert (oi["sessions"], oi["without_tool_output"], oi["without_request_id"]) == (10, 0, 0)
+    # the SDK instrumentor reports no working directory (evaluators infer it from the skill
+    # folder Claude Code announces in the Skill result)
+    assert oi["without_workspace"] == 10

@@ -49,6 +49,7 @@ from skillsight.rebuild.rebuild_pass import (
     is_complete,
     rebuild_sessions,
 )
+from skillsight.rebuild.visibility import Visibility
 from skillsight.store import Store, TouchedSession, stamp_iso
 
 __all__ = [
@@ -139,6 +140,8 @@ class Finalizer:
         self.shard = shard
         self.drain_timeout_s = drain_timeout_s
         self.stats = FinalizerStats()
+        self.visibility = Visibility()
+        """What each source's recently rebuilt sessions lacked (``health()["sources"]``)."""
         self._subscribers: list[Subscriber] = []
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._handled: dict[tuple[str, str], int] = {}  # key -> last_ingested_us rebuilt
@@ -226,6 +229,7 @@ class Finalizer:
             "errors": self.stats.errors,
             "last_error": self.stats.last_error,
             "last_pass_ms": round(self.stats.last_pass_ms, 1),
+            "sources": self.visibility.to_json(),
         }
 
     # -- the loop --------------------------------------------------------------------------------
@@ -363,6 +367,7 @@ class Finalizer:
             if outcome.error:
                 self._count_error(f"session {key}: {outcome.error}")
             elif outcome.rebuilt is not None:
+                self.visibility.observe(project_id, outcome.rebuilt.trajectory)
                 self.stats.sessions_rebuilt += 1
                 self.stats.activations_rebuilt += len(outcome.rebuilt.activations)
                 stamp = next(stamp_of)
