@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from skillsight.cli import app
 from skillsight.errors import MigrationError
 from skillsight.ingest import otlp
-from skillsight.store import EmbeddedStore
+from skillsight.store import EmbeddedStore, schema_sql
 from skillsight.store._cluster_ddl import (
     KEEPER_PATH,
     MIGRATIONS_KEEPER_PATH,
@@ -217,3 +219,19 @@ def test_the_operations_guide_sql_parses(embedded_store: EmbeddedStore) -> None:
     assert len(examples) >= 3 and inline
     for sql in examples + inline:
         assert formatted(embedded_store, sql), sql
+
+
+def test_migrate_prints_the_cluster_schema_for_review(embedded_store: EmbeddedStore) -> None:
+    """``skillsight migrate --print`` shows the statements a fresh cluster gets, without
+    connecting; each is ClickHouse SQL that names the cluster."""
+    result = CliRunner().invoke(
+        app,
+        ["migrate", "--print", "--clickhouse", "clickhouse://u:p@nowhere.invalid:8123/prod"],
+        env={"SKILLSIGHT_CLICKHOUSE_CLUSTER": "skillsight"},
+    )
+    assert result.exit_code == 0, result.output
+    printed = [s.strip() for s in result.output.split(";\n\n") if s.strip()]
+    assert len(printed) == len(schema_sql("skillsight", "prod"))
+    assert printed[0] == "CREATE DATABASE IF NOT EXISTS `prod` ON CLUSTER `skillsight`"
+    for statement in printed:
+        assert "ON CLUSTER skillsight" in formatted(embedded_store, statement)

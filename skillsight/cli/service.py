@@ -359,17 +359,31 @@ def rebuild(
 def migrate(
     data: DataOpt = None,
     clickhouse: ClickhouseOpt = None,
+    show: Annotated[
+        bool,
+        typer.Option(
+            "--print",
+            help="Print every statement of the schema (as a fresh store gets it) and exit.",
+        ),
+    ] = False,
 ) -> None:
     """Bring the store's schema up to date and exit (on a cluster, SKILLSIGHT_CLICKHOUSE_CLUSTER:
     ON CLUSTER, recorded once). Every process also migrates at start; run this first on
-    upgrades so the roles roll out onto the new schema (docs/operations.md).
+    upgrades so the roles roll out onto the new schema (docs/operations.md). --print shows the
+    SQL without connecting, for review.
 
     Example: skillsight migrate --clickhouse clickhouse://user:pass@ch:8123/skillsight
     """
-    from skillsight.store import open_store
+    from skillsight.store import ServerAddress, open_store, schema_sql
 
     try:
         settings = load_settings(data=data, clickhouse=clickhouse)
+        if show:
+            url = settings.clickhouse_url
+            database = ServerAddress.parse(url).database if url else "default"
+            for name, statement in schema_sql(settings.clickhouse_cluster, database):
+                print((f"-- {name}\n" if name else "") + statement + ";\n")
+            return
         store = open_store(settings, migrate=False)
     except SkillsightError as exc:
         raise fail(explain_store_error(exc, settings if "settings" in locals() else None)) from exc

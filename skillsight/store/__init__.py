@@ -23,6 +23,15 @@ from skillsight.store._telemetry import EventRow, SpanRow
 from skillsight.store._write_failures import store_condition
 
 
+def schema_sql(cluster: str = "", database: str = "default") -> list[tuple[str, str]]:
+    """``(migration file, statement)`` of the whole schema as a fresh store gets it: for one
+    server, or, given ``cluster``, its cluster form (Replicated + Distributed, ON CLUSTER)."""
+    from skillsight.store._cluster_ddl import ClusterSchema
+    from skillsight.store._migrations import planned
+
+    return planned(ClusterSchema(cluster, database) if cluster else None)
+
+
 def open_store(settings: Settings, *, migrate: bool = True) -> Store:
     """Open the store the settings name and bring its schema up to date."""
     store: Store
@@ -69,6 +78,7 @@ __all__ = [
     "TouchedSession",
     "month_of",
     "open_store",
+    "schema_sql",
     "stamp_iso",
     "store_condition",
 ]

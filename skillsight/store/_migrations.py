@@ -50,6 +50,18 @@ def migrate(store: Store, cluster: ClusterSchema | None = None) -> list[str]:
     return applied
 
 
+def planned(cluster: ClusterSchema | None = None) -> list[tuple[str, str]]:
+    """``(migration, statement)`` of everything :func:`migrate` runs on a fresh store, in order,
+    in the cluster form when ``cluster`` is given (for review before it runs)."""
+    out: list[tuple[str, str]] = []
+    if cluster is not None:
+        out += [("", cluster.create_database()), ("", cluster.migrations_table())]
+    for _, name, sql in migrations():
+        for statement in statements(sql):
+            out += [(name, s) for s in (cluster.statements(statement) if cluster else [statement])]
+    return out
+
+
 def set_retention(store: Store, days: int, cluster: ClusterSchema | None = None) -> None:
     """Keep spans and events ``days`` days (0 = forever)."""
     for table, column in (("spans", "start_time"), ("events", "timestamp")):
