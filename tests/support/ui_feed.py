@@ -25,6 +25,8 @@ PROJECT, KEY = "ui", "ui-key"
 OTHER_PROJECT, OTHER_KEY = "other", "other-key"
 # reads the service's own state (/healthz details), which project keys do not
 ADMIN_KEY = "ui-admin"
+# an agent's exporter key: may send telemetry, not read it
+INGEST_KEY = "ui-ingest"
 FIRST = ("one_skill", "tool_error", "allowed_tools_violation", "security", "distractor")
 SECOND = ("skipped_script", "two_skills")
 # Failure patterns replayed again as fresh sessions (new ids, now), enough of each for a cluster.
@@ -36,7 +38,8 @@ HEADERS = {"x-skillsight-key": KEY}
 def _env(extra: Mapping[str, str]) -> dict[str, str]:
     return {
         "SKILLSIGHT_API_KEYS": (
-            f"{KEY}:{PROJECT},{OTHER_KEY}:{OTHER_PROJECT},{ADMIN_KEY}:{PROJECT}:read+admin"
+            f"{KEY}:{PROJECT},{OTHER_KEY}:{OTHER_PROJECT},{ADMIN_KEY}:{PROJECT}:read+admin,"
+            f"{INGEST_KEY}:{PROJECT}:ingest"
         ),
         "SKILLSIGHT_HOST": "127.0.0.1",
         "SKILLSIGHT_REBUILD_QUIET_S": "0.3",

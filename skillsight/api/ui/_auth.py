@@ -16,7 +16,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from skillsight.api._deps import services_of
 from skillsight.config import DEFAULT_PROJECT
-from skillsight.tenancy import KEY_HEADER, Unauthenticated, project_for
+from skillsight.tenancy import KEY_HEADER, READ, Forbidden, Unauthenticated, project_for
 
 COOKIE = "skillsight_key"
 COOKIE_MAX_AGE = 30 * 24 * 3600
@@ -39,10 +39,10 @@ def keys_configured(request: Request) -> bool:
 
 
 def project_of_key(request: Request, key: str) -> str | None:
-    """The project ``key`` opens, or None."""
+    """The project ``key`` opens for reading, or None (an ingest-only key opens nothing)."""
     try:
-        return project_for(services_of(request).settings.api_keys, {KEY_HEADER: key})
-    except Unauthenticated:
+        return project_for(services_of(request).settings.api_keys, {KEY_HEADER: key}, READ)
+    except (Unauthenticated, Forbidden):
         return None
 
 
