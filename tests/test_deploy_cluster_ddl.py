@@ -6,15 +6,16 @@ sharding expression is the one deduplication needs, checked on real rows by Clic
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from skillsight.cli import app
-from skillsight.errors import MigrationError
+from skillsight.errors import MigrationError, StoreError
 from skillsight.ingest import otlp
-from skillsight.store import EmbeddedStore, schema_sql
+from skillsight.store import EmbeddedStore, ServerStore, schema_sql
 from skillsight.store._cluster_ddl import (
     KEEPER_PATH,
     MIGRATIONS_KEEPER_PATH,
@@ -24,6 +25,7 @@ from skillsight.store._cluster_ddl import (
 )
 from skillsight.store._migrations import migrations, statements
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from tests.support.chdb_http import ChdbHttpServer
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 SCHEMA = ClusterSchema("skillsight", "skillsight")
@@ -235,3 +237,20 @@ def test_migrate_prints_the_cluster_schema_for_review(embedded_store: EmbeddedSt
     assert printed[0] == "CREATE DATABASE IF NOT EXISTS `prod` ON CLUSTER `skillsight`"
     for statement in printed:
         assert "ON CLUSTER skillsight" in formatted(embedded_store, statement)
+
+
+def test_the_server_transport_speaks_cluster_when_told(chdb_http: ChdbHttpServer) -> None:
+    """With a cluster named, every statement carries the settings the Distributed tables need
+    (GLOBAL subqueries; inserts answered once the shards hold the rows), and migrating a server
+    that has no such cluster stops with ClickHouse's own reason."""
+    store = ServerStore(chdb_http.url(f"cluster_{uuid.uuid4().hex[:8]}"), cluster="skillsight")
+    try:
+        [row] = store.query(
+            "SELECT getSetting('distributed_product_mode') AS mode, "
+            "getSetting('distributed_foreground_insert') AS foreground"
+        )
+        assert row == {"mode": "global", "foreground": True}
+        with pytest.raises(StoreError, match="CLUSTER_DOESNT_EXIST"):
+            store.migrate()
+    finally:
+        store.close()
