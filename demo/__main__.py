@@ -26,6 +26,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from demo import replay
 from demo.workload import create_demo_project, run_demo
 from skillsight.cli.views import print_activation, print_evaluations
 from skillsight.rebuild.activations import Activation
@@ -34,7 +35,7 @@ console = Console()
 
 
 def _start_server(
-    data: Path, ports: Sequence[str], skills: Path
+    data: Path, ports: Sequence[str], skills: Sequence[Path]
 ) -> tuple[subprocess.Popen[str], dict[str, str]]:
     command = [
         sys.executable,
@@ -43,8 +44,7 @@ def _start_server(
         "serve",
         "--data",
         str(data),
-        "--skills",
-        str(skills),
+        *(arg for folder in skills for arg in ("--skills", str(folder))),
         *ports,
     ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -158,7 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # start-up (--skills), as a team points it at its skills repository.
     workdir = Path(tempfile.mkdtemp(prefix="skillsight-demo-"))
     project = create_demo_project(workdir / "project")
-    proc, endpoints = _start_server(args.data, ports, project.skill_dir.parent)
+    # the recorded failing scenarios' skills too: their sessions are replayed after the live one
+    # so that the web UI has failure clusters to show (demo/replay.py)
+    recorded = [replay.write_skills(name) for name in (*replay.FAILING, *replay.CLEAN)]
+    proc, endpoints = _start_server(args.data, ports, [project.skill_dir.parent, *recorded])
     try:
         console.print(
             f"[bold green]skillsight is serving[/] at {endpoints['api']} "
@@ -177,6 +180,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         spans, events = _wait_for(endpoints["api"], result.session_id)
         _show(spans, events)
         activations = _show_activations(endpoints["api"], result.session_id, ended)
+        console.print(
+            "\nreplaying recorded Claude Code sessions (clean and failing, demo/replay.py) so "
+            "that failures cluster…"
+        )
+        summary = replay.play_failures(
+            endpoints["api"], endpoints["otlp_http"], already_scored=activations
+        )
+        console.print(f"clustered: {summary.get('clusters', '?')} failure clusters")
         console.print(
             "\nLook around:\n"
             f"  {endpoints['api']}/docs                      the REST API\n"

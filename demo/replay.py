@@ -139,3 +139,40 @@ def wait_scored(
             return
         time.sleep(0.1)
     raise TimeoutError(f"sessions not scored within {timeout}s: {health}")
+
+
+def play_failures(
+    api: str,
+    otlp_http: str,
+    *,
+    repeats: int = 6,
+    clean: bool = True,
+    already_scored: int = 0,
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Replay each failing scenario ``repeats`` times as fresh sessions spread over the last two
+    days (and the clean ones once), wait until the service scored them, and cluster the
+    failures now; returns the clustering run's summary. The scenarios' skills must be in the
+    service's catalogue (:func:`write_skills`, then ``serve --skills`` or :func:`scan_into_store`).
+    """
+    sessions = 0
+    for index, name in enumerate(CLEAN if clean else ()):
+        send(otlp_http, name, headers, Variant(ago_s=1800 + 600 * index))
+        sessions += 1
+    for offset, name in enumerate(FAILING):
+        for index in range(repeats):
+            ago = 3600 * (2 + index * 7 + offset) % (46 * 3600) + 300
+            send(otlp_http, name, headers, Variant(ago_s=ago))
+            sessions += 1
+
+    def get(path: str) -> dict[str, Any]:
+        found: dict[str, Any] = httpx.get(
+            api + path, headers=dict(headers or {}), timeout=30
+        ).json()
+        return found
+
+    wait_scored(get, already_scored + sessions)
+    response = httpx.post(f"{api}/api/v1/clusters/run", headers=dict(headers or {}), timeout=600)
+    response.raise_for_status()
+    summary: dict[str, Any] = response.json()
+    return summary

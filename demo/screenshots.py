@@ -19,7 +19,6 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import httpx
 from playwright.sync_api import sync_playwright
@@ -56,25 +55,6 @@ def _serve(data: Path) -> tuple[subprocess.Popen[str], str]:
     raise SystemExit("skillsight serve did not start")
 
 
-def _feed(api: str, otlp_http: str) -> None:
-    sessions = 0
-    for index, name in enumerate(replay.CLEAN):
-        replay.send(otlp_http, name, variant=replay.Variant(ago_s=1800 + 600 * index))
-        sessions += 1
-    for offset, name in enumerate(replay.FAILING):
-        for index in range(REPEATS):
-            ago = 3600 * (2 + index * 7 + offset) % (46 * 3600) + 300
-            replay.send(otlp_http, name, variant=replay.Variant(ago_s=ago))
-            sessions += 1
-
-    def get(path: str) -> dict[str, Any]:
-        found: dict[str, Any] = httpx.get(api + path, timeout=30).json()
-        return found
-
-    replay.wait_scored(get, sessions)
-    httpx.post(f"{api}/api/v1/clusters/run", timeout=300).raise_for_status()
-
-
 def _photograph(api: str, out: Path) -> list[Path]:
     activations = httpx.get(f"{api}/api/v1/activations", params={"limit": 200}).json()
     failing = next(
@@ -107,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     proc, endpoints = _serve(data)
     try:
         urls = json.loads(endpoints)
-        _feed(urls["api"], urls["otlp_http"])
+        replay.play_failures(urls["api"], urls["otlp_http"], repeats=REPEATS)
         for path in _photograph(urls["api"], args.out):
             print(f"wrote {path}")
         return 0

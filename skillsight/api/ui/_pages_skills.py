@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from datetime import UTC, datetime
 from pathlib import Path as FilePath
+from types import SimpleNamespace
 from typing import Annotated, Any
 from urllib.parse import unquote, urlsplit
 
@@ -21,7 +23,6 @@ from skillsight.reports import (
     DEFAULT_WINDOW,
     SkillOut,
     SkillPageOut,
-    scored_activation,
     skill_page,
     skills_overview,
 )
@@ -163,6 +164,23 @@ def _usage_charts(page: SkillPageOut) -> list[dict[str, Any]]:
     return out
 
 
+def _low_score(row: dict[str, Any]) -> SimpleNamespace:
+    """A row of the low scores table: the gate's row without its findings (the activation's
+    page shows them)."""
+    started = datetime.fromtimestamp(int(row["started_at_us"]) / 1e6, UTC)
+    return SimpleNamespace(
+        activation_id=str(row["activation_id"]),
+        started_at=started.isoformat(timespec="seconds"),
+        evaluator=str(row["evaluator"]),
+        score=row["score"],
+        passed=row["passed"],
+        label=str(row["label"]),
+        error="",
+        reason=str(row["reason"]),
+        skill_version=str(row["skill_version"]),
+    )
+
+
 @router.get("/skills/{name}")
 async def skill_detail(
     request: Request,
@@ -197,7 +215,7 @@ async def skill_detail(
         charts=_charts(page, metric),
         usage=_usage_charts(page),
         activity=bars(daily, days, title=f"{name}: activations per day", every=7),
-        failing=[scored_activation(r) for r in failing],
+        failing=[_low_score(r) for r in failing],
         window=window,
         metric=metric,
         thresholds=thresholds(),
