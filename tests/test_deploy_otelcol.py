@@ -179,3 +179,10 @@ def test_the_kubernetes_resolver_watches_the_collector_service() -> None:
     }
     deployment = find(objects, "Deployment", "skillsight-otelcol")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "skillsight-otelcol"
+
+
+def test_compose_and_kubernetes_front_collectors_differ_only_in_their_resolver() -> None:
+    compose_config, kubernetes_config = _compose_config(), _kubernetes_config()
+    for config in (compose_config, kubernetes_config):
+        del config["exporters"]["loadbalancing"]["resolver"]
+    assert compose_config == kubernetes_config
