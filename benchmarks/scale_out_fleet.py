@@ -154,6 +154,8 @@ class Fleet:
             **os.environ,
             "SKILLSIGHT_EVAL_EVALUATORS": EVALUATORS,
             "SKILLSIGHT_EVAL_WARM_UP": "false",
+            # failure clustering has its own benchmark; here it would only add model loading
+            "SKILLSIGHT_CLUSTER_ENABLED": "false",
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         }
