@@ -126,6 +126,22 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
     return len(found)
 
 
+def show_sources(api: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """Print, per telemetry source, what its sessions arrived without (``/healthz``
+    ``rebuild.sources``): tool output, tool inputs, prompts, a working directory, request ids.
+    Returns the sources as the service reported them."""
+    health = httpx.get(f"{api}/healthz", headers=headers or {}, timeout=30).json()
+    sources: dict[str, Any] = (health.get("rebuild") or {}).get("sources") or {}
+    console.print("\n[bold]what the telemetry carried[/] (per source, /healthz rebuild.sources)")
+    for name, seen in sources.items():
+        advice = seen.get("advice") or []
+        verdict = "everything the evaluators read" if not advice else "gaps:"
+        console.print(f"  {name}: {seen['sessions']} sessions, {verdict}")
+        for line in advice:
+            console.print(f"    [yellow]{line}[/]")
+    return sources
+
+
 def _show_evaluations(api: str, activation_id: str) -> None:
     """Wait for the service's evaluation scheduler to score the activation's current rebuild,
     then show the scores.
@@ -188,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             endpoints["api"], endpoints["otlp_http"], already_scored=activations
         )
         console.print(f"clustered: {summary.get('clusters', '?')} failure clusters")
+        show_sources(endpoints["api"])
         console.print(
             "\nLook around:\n"
             f"  {endpoints['api']}/docs                      the REST API\n"

@@ -149,3 +149,5 @@ def test_make_demo_plays_a_session_into_a_fresh_service(tmp_path: Path) -> None:
         name: ["-", "not_applicable"] if name == "efficiency" else ["1.00", "pass"]
         for name in DETERMINISTIC
     }, result.stdout[-3000:]
+    # the demo's start-up says what each source's sessions carried: all of it here
+    assert "claude_code: 1 sessions, everything the evaluators read" in result.stdout
