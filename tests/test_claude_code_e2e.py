@@ -4,6 +4,7 @@ Claude Agent SDK instrumentors exporting to it too."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,4 +151,4 @@ def test_make_demo_plays_a_session_into_a_fresh_service(tmp_path: Path) -> None:
         for name in DETERMINISTIC
     }, result.stdout[-3000:]
     # the demo's start-up says what each source's sessions carried: all of it here
-    assert "claude_code: 1 sessions, everything the evaluators read" in result.stdout
+    assert re.search(r"claude_code: \d+ sessions, everything the evaluators read", result.stdout)
