@@ -229,11 +229,12 @@ def online_bench(
         out[f"batch_{batch}"] = {
             **took,
             "ms_per_failure": round(1000 * took["wall_s"] / batch, 2),
+            "cpu_ms_per_failure": round(1000 * took["cpu_s"] / batch, 2),
             "joined": joined,
         }
         console.print(
-            f"online, batch of {batch}: {1000 * took['wall_s'] / batch:.2f} ms per failure "
-            f"({joined}/{batch} joined)"
+            f"online, batch of {batch}: {1000 * took['wall_s'] / batch:.2f} ms per failure, "
+            f"{1000 * took['cpu_s'] / batch:.2f} CPU-ms ({joined}/{batch} joined)"
         )
     # the in-process part alone: failure text, embedding (a new text), nearest exemplar
     seed = scored[0]

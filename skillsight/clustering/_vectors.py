@@ -59,16 +59,20 @@ def unpack_all(blobs: Iterable[bytes], dims: int) -> Matrix:
 def cause_features(
     kinds: Sequence[str], evaluators: Sequence[str], skill: str = "", dims: int = 256
 ) -> Matrix:
-    """The skill, the failing evaluators and the finding kinds as a signed hashed bag (one
-    row, unit length): failures of one skill that fail the same way share it, others are near
-    orthogonal (the sign bit makes the rare colliding tokens cancel rather than add up). Two
-    skills that fail alike stay two clusters: each has its own owner and its own fix."""
-    row = np.zeros((1, dims), dtype=np.float32)
-    tokens = (f"skill:{skill}",) if skill else ()
-    for token in (*tokens, *evaluators, *kinds):
+    """How a failure failed, and where: one row of two unit-length blocks. The first is the
+    failing evaluators and finding kinds as a signed hashed bag (failures that fail the same
+    way share it, others are near orthogonal; the sign bit makes the rare colliding tokens
+    cancel rather than add up); the second is the skill, hashed one-hot (empty without one).
+    Two skills that fail alike are two clusters: each has its own owner, versions and fix."""
+    bag = np.zeros((1, dims), dtype=np.float32)
+    for token in (*evaluators, *kinds):
         digest = zlib.crc32(token.encode())
-        row[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
-    return normalized(row)
+        bag[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
+    where = np.zeros((1, dims), dtype=np.float32)
+    if skill:
+        where[0, zlib.crc32(skill.encode()) % dims] = 1.0
+    out: Matrix = np.hstack([normalized(bag), where])
+    return out
 
 
 def combined(text_vectors: Matrix, causes: Matrix, weight: float) -> Matrix:

@@ -26,17 +26,22 @@ if TYPE_CHECKING:
 _STR = pa.string()
 _I64 = pa.int64()
 
-# Activations with a failing (or, for `scored` evaluators, any scored) evaluation row, started
-# since a moment; the narrow set every later step works on.
-_CANDIDATES = """
+# Activations with a failing (or, for `scored` evaluators, any scored) evaluation row: started
+# since a moment (a run's window), or among given ids (online assignment: no window scan); the
+# narrow set every later step works on.
+_IN_WINDOW = """
     SELECT DISTINCT activation_id FROM evaluations
     WHERE project_id = {project:String}
       AND (passed = false OR (evaluator IN {scored:Array(String)} AND score IS NOT NULL))
-      AND ({everything:Bool} OR activation_id IN {ids:Array(String)})
       AND activation_id IN (
         SELECT activation_id FROM activations
         WHERE project_id = {project:String}
           AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC'))"""
+_AMONG_IDS = """
+    SELECT DISTINCT activation_id FROM evaluations
+    WHERE project_id = {project:String} AND activation_id IN {ids:Array(String)}
+      AND (passed = false OR (evaluator IN {scored:Array(String)} AND score IS NOT NULL))"""
+_CANDIDATES = "__CANDIDATES__"
 
 _FAILING = f"""
 SELECT e.activation_id AS activation_id, e.evaluator AS evaluator,
@@ -210,10 +215,13 @@ class Failures:
             "project": project_id,
             "since": int(since_us),
             "scored": list(scored),
-            "everything": activation_ids is None,
             "ids": list(activation_ids or ()),
         }
-        found: list[FailingEvaluation] = self._store.query(_FAILING, params)  # type: ignore[assignment]
+        among = _IN_WINDOW if activation_ids is None else _AMONG_IDS
+        if activation_ids is not None and since_us:
+            among += " AND activation_id IN (" + _IN_WINDOW + ")"
+        sql = _FAILING.replace(_CANDIDATES, among)
+        found: list[FailingEvaluation] = self._store.query(sql, params)  # type: ignore[assignment]
         return found
 
     def texts(self, project_id: str, activation_ids: Sequence[str]) -> list[dict[str, Any]]:
