@@ -158,6 +158,14 @@ def rerun(
     run_id: Annotated[
         str, typer.Option("--run-id", help="Resume this run (or name a new one).")
     ] = "",
+    harbor_results: Annotated[
+        Path | None,
+        typer.Option(
+            "--harbor-results",
+            help="Score a Harbor job run on the set's exported tasks instead of running agents.",
+            show_default=False,
+        ),
+    ] = None,
     workdir: Annotated[
         Path, typer.Option("--workdir", help="Where the runs' workspaces are made.")
     ] = Path(".skillsight/reruns"),
@@ -180,6 +188,7 @@ def rerun(
         DEFAULT_SEED,
         RerunOptions,
         exit_code,
+        import_harbor_run,
         judge,
         parse_agent,
         parse_thresholds,
@@ -214,14 +223,20 @@ def rerun(
                 mode=mode,
                 seed=DEFAULT_SEED if seed is None else seed,
             )
-            report = asyncio.run(
-                play(
-                    settings, store, golden, skill_dir=folder, agent=command, project_id=project,
-                    workdir=workdir.resolve(), others=keep or [],
-                    files_root=files.resolve() if files else None, options=options,
-                    run_id=run_id, progress=_progress,
-                )
-            )  # fmt: skip
+            if harbor_results is not None:
+                report = import_harbor_run(
+                    settings, store, golden, harbor_results, skill_dir=folder,
+                    project_id=project, run_id=run_id,
+                )  # fmt: skip
+            else:
+                report = asyncio.run(
+                    play(
+                        settings, store, golden, skill_dir=folder, agent=command,
+                        project_id=project, workdir=workdir.resolve(), others=keep or [],
+                        files_root=files.resolve() if files else None, options=options,
+                        run_id=run_id, progress=_progress,
+                    )
+                )  # fmt: skip
     except SkillsightError as exc:
         raise fail(str(exc), 2) from exc
     _outputs(report, {"json": as_json, "markdown": markdown, "html": html, "benchmark": benchmark})

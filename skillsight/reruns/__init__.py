@@ -22,6 +22,7 @@ from skillsight.reruns._agents import (
 from skillsight.reruns._benchmark_json import benchmark_json
 from skillsight.reruns._gate import Threshold, Verdict, exit_code, judge, parse_thresholds, value_of
 from skillsight.reruns._goal import GoalScore, goal_accuracy
+from skillsight.reruns._harbor_import import Trial, harbor_trials, import_harbor
 from skillsight.reruns._host import Hosted, hosted_service
 from skillsight.reruns._html import render_html
 from skillsight.reruns._markdown import render_markdown
@@ -46,7 +47,13 @@ from skillsight.reruns._report_model import (
     TriggerQuery,
     TriggerSummary,
 )
-from skillsight.reruns._rerun import new_run_id, production_baseline, project_headers, rerun
+from skillsight.reruns._rerun import (
+    import_harbor_run,
+    new_run_id,
+    production_baseline,
+    project_headers,
+    rerun,
+)
 from skillsight.reruns._run_view import run_tokens, run_view
 from skillsight.reruns._scoring import (
     BASELINE,
@@ -105,6 +112,7 @@ __all__ = [
     "RunScorer",
     "SkillFolders",
     "Threshold",
+    "Trial",
     "TriggerQuery",
     "TriggerSummary",
     "Verdict",
@@ -121,7 +129,10 @@ __all__ = [
     "execute",
     "exit_code",
     "goal_accuracy",
+    "harbor_trials",
     "hosted_service",
+    "import_harbor",
+    "import_harbor_run",
     "judge",
     "new_run_id",
     "normal_interval",

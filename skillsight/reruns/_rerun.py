@@ -19,13 +19,14 @@ from skillsight.evaluators import RollingBaseline
 from skillsight.evaluators.judges import JudgeClient, judge_settings
 from skillsight.goldens import GoldenSet
 from skillsight.reruns._agents import AgentCommand
+from skillsight.reruns._harbor_import import import_harbor
 from skillsight.reruns._host import hosted_service
 from skillsight.reruns._launch import LaunchSettings
 from skillsight.reruns._protocol import Progress, RerunOptions, RerunPlan, execute
 from skillsight.reruns._report_model import RerunReport
 from skillsight.reruns._scoring import RunScorer
 from skillsight.reruns._workspace import SkillFolders
-from skillsight.skills import load_skill
+from skillsight.skills import SkillManifest, load_skill
 from skillsight.store import Store
 
 KEY_HEADER = "x-skillsight-key"
@@ -68,6 +69,60 @@ def check_fixtures(golden: GoldenSet, files_root: Path | None) -> None:
                 raise RerunError(f"case {case.case_id}: no fixture file {files_root / relative}")
 
 
+def _manifest(skill_dir: Path, golden: GoldenSet) -> SkillManifest:
+    try:
+        manifest = load_skill(skill_dir)
+    except SkillError as exc:
+        raise RerunError(f"the skill to rerun: {exc}") from exc
+    if manifest.name != golden.skill_name:
+        raise RerunError(
+            f"{skill_dir} holds skill {manifest.name!r}, the set is of {golden.skill_name!r}"
+        )
+    return manifest
+
+
+def _scorer(
+    settings: Settings, store: Store, project_id: str, golden: GoldenSet, manifest: SkillManifest
+) -> RunScorer:
+    judge = JudgeClient(judge_settings(settings)) if settings.judge_model else None
+    return RunScorer(
+        golden.skill_name,
+        project_id=project_id,
+        manifest=manifest,
+        baseline=production_baseline(store, project_id, golden.skill_name).get(golden.skill_name),
+        judge=judge,
+    )
+
+
+def import_harbor_run(
+    settings: Settings,
+    store: Store,
+    golden: GoldenSet,
+    job: Path,
+    *,
+    skill_dir: Path,
+    project_id: str,
+    run_id: str = "",
+) -> RerunReport:
+    """Score the trials of a Harbor job run on the set's exported tasks, as a rerun."""
+    manifest = _manifest(skill_dir, golden)
+    scorer = _scorer(settings, store, project_id, golden, manifest)
+    return import_harbor(
+        store,
+        project_id,
+        golden,
+        job,
+        scorer,
+        run_id=run_id or new_run_id(),
+        skill_version=manifest.version,
+        config={
+            "agent": "harbor",
+            "skill_dir": str(skill_dir),
+            "judge_model": settings.judge_model,
+        },
+    )
+
+
 async def rerun(
     settings: Settings,
     store: Store,
@@ -86,25 +141,11 @@ async def rerun(
     """Play ``golden`` paired with the agent and return the report (also stored)."""
     options = options or RerunOptions()
     options.check()
-    try:
-        manifest = load_skill(skill_dir)
-    except SkillError as exc:
-        raise RerunError(f"the skill to rerun: {exc}") from exc
-    if manifest.name != golden.skill_name:
-        raise RerunError(
-            f"{skill_dir} holds skill {manifest.name!r}, the set is of {golden.skill_name!r}"
-        )
+    manifest = _manifest(skill_dir, golden)
     skills = SkillFolders.of(skill_dir, others, options.mode)
     check_fixtures(golden, files_root)
     headers = project_headers(settings, project_id)
-    judge = JudgeClient(judge_settings(settings)) if settings.judge_model else None
-    scorer = RunScorer(
-        golden.skill_name,
-        project_id=project_id,
-        manifest=manifest,
-        baseline=production_baseline(store, project_id, golden.skill_name).get(golden.skill_name),
-        judge=judge,
-    )
+    scorer = _scorer(settings, store, project_id, golden, manifest)
     hosting = replace(settings, skills_dirs=str(skill_dir.parent.resolve()))
     async with hosted_service(hosting, store) as hosted:
         plan = RerunPlan(
