@@ -82,7 +82,9 @@ def assign_failures(
     if not failing:
         return []
     stored = store.failures.stored(project_id, 0, list(failing))
-    failures, texts = with_vectors(store, embedder, project_id, failing, stored)
+    failures, texts = with_vectors(
+        store, embedder, project_id, failing, stored, scored=thresholds.scored
+    )
     nearest = index.nearest(with_causes(failures, texts, cause_weight))
     run = index.run
     counted = {

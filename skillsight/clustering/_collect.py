@@ -30,6 +30,8 @@ from skillsight.errors import ConfigError
 from skillsight.evaluators import Embedder, Evaluation
 from skillsight.store import FailingEvaluation, Store, StoredFailure
 
+_CHUNK = 5_000  # failures whose texts are built, embedded and stored together
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -125,11 +127,14 @@ def with_vectors(
     project_id: str,
     failing: Mapping[str, Sequence[FailingEvaluation]],
     stored: Sequence[StoredFailure],
+    *,
+    scored: Sequence[str] = (),
 ) -> tuple[list[Failure], Matrix]:
     """The failures of ``failing``, in activation-id order, and their vectors: stored ones
-    reused when their source is unchanged, the others built, embedded and stored now. An
-    activation whose record or evaluations are gone meanwhile keeps its stored text, or is
-    left out when it has none."""
+    reused when their source is unchanged, the others built, embedded and stored now (a few
+    thousand at a time). An activation whose record or evaluations are gone meanwhile keeps
+    its stored text, or is left out when it has none. ``scored`` are the evaluators whose
+    passing rows may fail by a threshold (:attr:`Thresholds.scored`)."""
     known = {s["activation_id"]: s for s in stored}
     keys = {a: source_key(rows) for a, rows in failing.items()}
     model = getattr(embedder, "name", "")
@@ -138,7 +143,10 @@ def with_vectors(
         for a in failing
         if (s := known.get(a)) is None or s["source_key"] != keys[a] or s["model"] != model
     ]
-    built = _build(store, embedder, project_id, {a: failing[a] for a in fresh}, keys)
+    built: dict[str, tuple[Failure, bytes]] = {}
+    for start in range(0, len(fresh), _CHUNK):
+        chunk = {a: failing[a] for a in fresh[start : start + _CHUNK]}
+        built.update(_build(store, embedder, project_id, chunk, keys, scored))
     order = sorted(failing)
     failures: list[Failure] = []
     blobs: list[bytes] = []
@@ -185,6 +193,7 @@ def _build(
     project_id: str,
     failing: Mapping[str, Sequence[FailingEvaluation]],
     keys: Mapping[str, str],
+    scored: Sequence[str],
 ) -> dict[str, tuple[Failure, bytes]]:
     if not failing:
         return {}
@@ -196,7 +205,7 @@ def _build(
         for r in rows
     }
     evaluations: dict[str, list[Evaluation]] = {}
-    for row in store.failures.texts(project_id, list(failing)):
+    for row in store.failures.texts(project_id, list(failing), scored=scored):
         key = (
             row["activation_id"],
             row["evaluator"],

@@ -95,7 +95,9 @@ def run_clustering(
     since = started - options.window_days * DAY_US
     failing = failing_now(store, project_id, since, options.thresholds)
     stored = store.failures.stored(project_id, since)
-    failures, texts = with_vectors(store, embedder, project_id, failing, stored)
+    failures, texts = with_vectors(
+        store, embedder, project_id, failing, stored, scored=options.thresholds.scored
+    )
     vectors = with_causes(failures, texts, options.cause_weight)
     seconds["collect"], clock = time.perf_counter() - clock, time.perf_counter()
 

@@ -86,6 +86,7 @@ SELECT activation_id, evaluator, evaluator_version, project_id, skill_name, skil
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM evaluations
 WHERE project_id = {project:String} AND activation_id IN {ids:Array(String)}
+  AND (passed = false OR (evaluator IN {scored:Array(String)} AND score IS NOT NULL))
 LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
 
 # Projects and activations with evaluations failing among those written since a moment, over
@@ -224,13 +225,15 @@ class Failures:
         found: list[FailingEvaluation] = self._store.query(sql, params)  # type: ignore[assignment]
         return found
 
-    def texts(self, project_id: str, activation_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """Every evaluation row of some activations with its reason and findings (the caller
-        picks rows by evaluator, version and ``evaluated_at_us``): ``Evaluation.from_row``
-        reads them."""
+    def texts(
+        self, project_id: str, activation_ids: Sequence[str], *, scored: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """The failing (and, of ``scored`` evaluators, scored) evaluation rows of some
+        activations with their reasons and findings (the caller picks rows by evaluator,
+        version and ``evaluated_at_us``): ``Evaluation.from_row`` reads them."""
         if not activation_ids:
             return []
-        params = {"project": project_id, "ids": sorted(set(activation_ids))}
+        params = {"project": project_id, "ids": sorted(set(activation_ids)), "scored": list(scored)}
         return self._store.query(_TEXTS, params)
 
     def failed_since(
