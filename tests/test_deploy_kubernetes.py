@@ -98,7 +98,9 @@ def test_settings_and_secrets_hold_known_settings_and_are_the_ones_referenced() 
     secrets = find(objects, "Secret", "skillsight-secrets")["stringData"]
     assert set(settings) <= known
     assert set(secrets) - {"SKILLSIGHT_INGEST_KEY"} <= known  # that one is for the OTel Collector
-    Settings.load(env={**settings, **{k: v for k, v in secrets.items() if k in known}})
+    loaded = Settings.load(env={**settings, **{k: v for k, v in secrets.items() if k in known}})
+    # the front collector's key may ingest and nothing else
+    assert loaded.api_keys.scopes[secrets["SKILLSIGHT_INGEST_KEY"]] == {"ingest"}
     for _, obj in objects:
         spec = pod_spec(obj)
         for container in spec["containers"] if spec else []:
