@@ -33,7 +33,8 @@ test: $(STAMP)
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
 ## generated store is kept in .skillsight/bench-scorecard and reused), scale-out (activations
 ## evaluated per second with 1, 2 and 3 worker processes on one store), clustering (embeddings,
-## full runs at 10k and 100k failures, online assignment, the cluster list over 10M activations)
+## full runs at 10k and 100k failures, online assignment, the cluster list over 10M activations),
+## paired reruns (the rerun's own overhead per paired run; the report of 1,000 cases x 2 x 3)
 bench: $(STAMP)
 	$(PY) -m benchmarks ingest
 	$(PY) -m benchmarks overhead
@@ -44,6 +45,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep
 	$(PY) -m benchmarks scale-out
 	$(PY) -m benchmarks clustering --data .skillsight/bench-clusters
+	$(PY) -m benchmarks reruns
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check skillsight tests demo benchmarks

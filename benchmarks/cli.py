@@ -277,6 +277,34 @@ def bench_judges(
         print(json.dumps(report, indent=2))
 
 
+@app.command("reruns")
+def bench_reruns(
+    pairs: Annotated[
+        int, typer.Option("--pairs", help="Paired runs played for the overhead (0: skip).")
+    ] = 10,
+    cases: Annotated[
+        int, typer.Option("--cases", help="Cases of the synthetic report (0: skip).")
+    ] = 1000,
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts per condition.")] = 3,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure what a paired rerun adds beside its agents (a minimal agent that exports its own
+    OTLP, one attempt at a time) and the report time for 1,000 cases x 2 conditions x 3 attempts.
+
+    Example: skillsight bench reruns --pairs 10 --cases 1000
+    """
+    from benchmarks.reruns import run_reruns_bench
+
+    try:
+        report = run_reruns_bench(pairs, cases, attempts, console)
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
 @app.command("clustering")
 def bench_clustering(
     sizes: Annotated[

@@ -1,6 +1,6 @@
-"""A small command-line agent for ``skillsight rerun`` tests: it follows the agent contract and
-exports its own telemetry over OTLP (skillsight's manual instrumentation API, configured from the
-contract's OTEL_* variables).
+"""A small command-line agent for ``skillsight rerun`` (its tests and benchmark): it follows the
+agent contract and exports its own telemetry over OTLP (skillsight's manual instrumentation API,
+configured from the contract's OTEL_* variables).
 
 With the ``csv-summary`` skill in its workspace it activates the skill and runs the skill's
 script on ``data/sales.csv``, answering with the script's output. Without it (the baseline) it
