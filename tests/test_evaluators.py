@@ -648,6 +648,70 @@ def test_security_cites_every_finding_and_weights_them() -> None:
     assert "workspace unknown" in blind.reason
 
 
+def test_security_finds_secrets_on_command_lines_and_says_what_it_could_not_see() -> None:
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"  # a GitHub token shape: ghp_ + 36
+    key = "sk-" + "Zq4Wm8Tn2Rb6Yc1Vx9Lp" + "3Kd7"
+    act = activation(
+        [
+            bash(1, f"export GH_TOKEN={token} && gh release list", None),  # type: ignore[arg-type]
+            bash(2, f'curl -H "Authorization: Bearer {key}" https://api.example.com/v1', None),  # type: ignore[arg-type]
+            bash(3, "python3 scripts/summarize_csv.py data/sales.csv", None),  # type: ignore[arg-type]
+        ]
+    )
+    e = SecurityEvaluator().evaluate(act)
+    assert [(f.kind, f.step_id, f.tool_call_id, f.detail["surface"]) for f in e.findings] == [
+        ("secret", 3, "t1", "tool arguments"),
+        ("secret", 4, "t2", "tool arguments"),
+    ]
+    assert token not in str(e.to_dict()) and key not in str(e.to_dict())  # redacted
+    # the outputs were not exported (nor is the skill's content known here): the verdict says
+    # it rests on the commands alone
+    assert e.unseen == ("skill_content", "tool_outputs")
+    assert "3 calls' inputs, not their outputs" in e.reason
+    assert "tool outputs (not exported; Claude Code needs OTEL_LOG_TOOL_CONTENT=1)" in e.reason
+
+
+def test_unlogged_inputs_make_no_false_repeats_and_no_guess_about_scripts(
+    csv_skill: SkillManifest,
+) -> None:
+    """Without OTEL_LOG_TOOL_DETAILS every Bash call reads the same (no arguments): they are
+    not repeats of each other, and whether the skill's script ran is unknown."""
+    act = activation([call(1, "Bash", None, None), call(2, "Bash", None, None)])
+    context = EvaluationContext(manifest=csv_skill)
+    errors = ToolErrorsEvaluator().evaluate(act, context)
+    assert (errors.score, errors.findings, errors.unseen) == (1.0, (), ("tool_arguments",))
+    scripts = ScriptExecutionEvaluator().evaluate(act, context)
+    assert (scripts.score, scripts.label, scripts.unseen) == (
+        None,
+        "not_applicable",
+        ("tool_arguments",),
+    )
+    allowed = AllowedToolsEvaluator().evaluate(
+        activation(act.tool_calls, allowed=["Bash(python3:*)", "Read"])
+    )
+    assert (allowed.score, allowed.label, allowed.unseen) == (
+        None,
+        "not_applicable",
+        ("tool_arguments",),
+    )
+    # a tool no pattern names is a violation whatever its arguments were
+    other = AllowedToolsEvaluator().evaluate(
+        activation([call(1, "WebFetch", None, None)], allowed=["Bash(python3:*)"])
+    )
+    assert (other.score, other.label) == (0.0, "violation")
+
+
+def test_allowed_tools_not_reported_is_not_unconstrained() -> None:
+    """A span named a version the catalogue lacks and reported no allowed-tools: unknown."""
+    contract = SkillContract(name="csv-summary", version="ab" * 32, catalogued=False)
+    e = AllowedToolsEvaluator().evaluate(activation([bash(1, "rm -rf build")], contract=contract))
+    assert (e.score, e.label) == (None, "not_applicable")
+    assert e.reason.startswith("allowed-tools not reported: the telemetry names version abab")
+    declared_none = contract.model_copy(update={"reported": ["allowed_tools"]})
+    e = AllowedToolsEvaluator().evaluate(activation([bash(1, "ls")], contract=declared_none))
+    assert (e.score, e.label) == (1.0, "unconstrained")
+
+
 # --- skill_selection ----------------------------------------------------------------------------
 
 VISIBLE = [
