@@ -86,6 +86,8 @@ class Clusterer:
         self._indexes: dict[str, ExemplarIndex] = {}
         self._handled: dict[tuple[str, str], int] = {}
         self._watermark_us = 0
+        self._projects: list[str] = []
+        self._projects_at = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
 
@@ -181,9 +183,13 @@ class Clusterer:
 
     def _due(self) -> list[str]:
         now = time.time_ns() // 1000
-        window_us = self.options.run.window_days * 86_400_000_000
+        if now - self._projects_at >= self.options.interval_s * 1e6 or not self._projects:
+            # which projects have failures: looked up once an interval, not every tick
+            window_us = self.options.run.window_days * 86_400_000_000
+            self._projects = self.store.failures.projects(now - window_us)
+            self._projects_at = now
         due = []
-        for project_id in self.store.failures.projects(now - window_us):
+        for project_id in self._projects:
             if not self.mine(project_id):
                 continue
             latest = self.store.clusters.latest_run(project_id)
