@@ -17,6 +17,7 @@ from skillsight.cli._common import (
     console,
     err,
     fail,
+    load_settings,
     opened_store,
 )
 from skillsight.config import DEFAULT_PROJECT
@@ -141,22 +142,28 @@ def golden_promote(
 ) -> None:
     """Draft golden cases from activations (or a failure cluster) into a new version of the
     skill's set: the request, the answer when every evaluation passed, expected behaviours
-    from what failed. Edit them with export, then import --set.
+    from what failed (by SKILLSIGHT_JUDGE_MODEL when set, else by rule). Edit them with export,
+    then import --set.
 
     Example: skillsight golden promote --activation 9f1c2e0a7b3d4c5e8f6a1b2c3d4e5f60
     """
+    from skillsight.evaluators.judges import JudgeClient, judge_settings
     from skillsight.goldens import promote, promote_cluster
 
     if bool(activation) == bool(cluster):
         raise fail("give --activation ID (repeatable) or --cluster ID", 2)
     try:
+        settings = load_settings(data=data, clickhouse=clickhouse)
+        judge = JudgeClient(judge_settings(settings)) if settings.judge_model else None
         with opened_store(data, clickhouse) as store:
             if cluster:
                 done = promote_cluster(
-                    store, project, cluster, set_id=set_id, skill=skill, limit=limit
+                    store, project, cluster, set_id=set_id, skill=skill, limit=limit, judge=judge
                 )
             else:
-                done = promote(store, project, activation or [], set_id=set_id, skill=skill)
+                done = promote(
+                    store, project, activation or [], set_id=set_id, skill=skill, judge=judge
+                )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

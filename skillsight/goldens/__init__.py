@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from skillsight.goldens._composition import GREEN_HIGH, GREEN_LOW, Composition, composition
 from skillsight.goldens._draft import draft_behavior, draft_case, failing, passed_in_production
+from skillsight.goldens._draft_judge import DraftedBehavior, judge_behavior
 from skillsight.goldens._files import (
     FORMATS,
     ImportedCases,
@@ -49,6 +50,7 @@ __all__ = [
     "STATUSES",
     "CaseStatus",
     "Composition",
+    "DraftedBehavior",
     "GoldenCase",
     "GoldenSet",
     "ImportedCases",
@@ -65,6 +67,7 @@ __all__ = [
     "failing",
     "final_answer",
     "import_cases",
+    "judge_behavior",
     "load_set",
     "newest_set_of",
     "parse_cases",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from skillsight.errors import GoldenSetError
+from skillsight.evaluators.judges import JudgeClient
 from skillsight.goldens._sets import Promotion, load_set, promote
 from skillsight.store import Store
 
@@ -41,6 +42,7 @@ def promote_cluster(
     set_id: str = "",
     skill: str = "",
     limit: int = DEFAULT_CASES,
+    judge: JudgeClient | None = None,
 ) -> Promotion:
     """Promote up to ``limit`` members of a cluster into the set ``set_id`` (default: the
     newest set of ``skill``, else of the cluster's most frequent skill)."""

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from skillsight.errors import GoldenSetError
+from skillsight.evaluators.judges import JudgeClient
 from skillsight.goldens._draft import draft_case
+from skillsight.goldens._draft_judge import judge_behavior
 from skillsight.goldens._files import ImportedCases
 from skillsight.goldens._model import GoldenCase, GoldenSet, first_error, new_set_id
 from skillsight.rebuild.trajectories import Trajectory, TrajectoryError, atif
@@ -147,10 +149,13 @@ def promote(
     set_id: str = "",
     skill: str = "",
     cluster_id: str = "",
+    judge: JudgeClient | None = None,
 ) -> Promotion:
     """Draft a case from each activation (with its evaluations and its session's answer) and
     write them into a new version of the set ``set_id`` (default: the newest set of the
-    activations' skill, created when it has none)."""
+    activations' skill, created when it has none). With a ``judge``, the model drafts each
+    case's expected behaviour (the rule's draft stays when it cannot); the ``drafted_by`` tag
+    says which did."""
     if not activation_ids:
         raise GoldenSetError("nothing to promote: no activation given")
     drafts: list[GoldenCase] = []
@@ -161,7 +166,12 @@ def promote(
             raise GoldenSetError(f"no activation {activation_id!r} in project {project_id!r}")
         rows = store.evaluations.for_activation(project_id, activation_id)
         answer = _stored_answer(store, project_id, activation.session_id)
-        drafts.append(draft_case(activation, rows, final_answer=answer, cluster_id=cluster_id))
+        case = draft_case(activation, rows, final_answer=answer, cluster_id=cluster_id)
+        behavior, drafted_by = case.expected_behavior, "rule"
+        if judge is not None:
+            behavior, drafted_by = judge_behavior(judge, activation, rows, behavior)
+        tags = {**case.tags, "drafted_by": drafted_by}
+        drafts.append(case.model_copy(update={"expected_behavior": behavior, "tags": tags}))
         skills.add(activation.skill_name)
     target = skill or (next(iter(skills)) if len(skills) == 1 else "")
     if set_id:

@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, Field
 
-from skillsight.api._deps import ProjectId, StoreDep
+from skillsight.api._deps import ProjectId, ServicesDep, StoreDep
 from skillsight.errors import GoldenSetError, RerunError
+from skillsight.evaluators.judges import JudgeClient, judge_settings
 from skillsight.goldens import (
     GoldenCase,
     Promotion,
@@ -68,6 +69,12 @@ class GoldenSetIn(BaseModel):
     activation_ids: list[str] = Field(default_factory=list, max_length=1000)
 
 
+def _judge(services: ServicesDep) -> JudgeClient | None:
+    """The judge model that drafts expected behaviour, when one is configured."""
+    settings = services.settings
+    return JudgeClient(judge_settings(settings)) if settings.judge_model else None
+
+
 def _promoted(done: Promotion) -> PromotionOut:
     return PromotionOut(
         set_id=done.golden.set_id,
@@ -96,7 +103,7 @@ async def list_golden_sets(
     tags=["goldens"],
 )
 async def create_golden_set(
-    project_id: ProjectId, store: StoreDep, body: GoldenSetIn
+    project_id: ProjectId, store: StoreDep, services: ServicesDep, body: GoldenSetIn
 ) -> GoldenSetSummaryOut | PromotionOut:
     """Store cases: import an evals.json document as a new set (or the next version of
     ``set_id``), or promote ``activation_ids`` into the skill's set."""
@@ -104,7 +111,7 @@ async def create_golden_set(
         if body.activation_ids:
             done = await asyncio.to_thread(
                 promote, store, project_id, body.activation_ids, set_id=body.set_id,
-                skill=body.skill,
+                skill=body.skill, judge=_judge(services),
             )  # fmt: skip
             return _promoted(done)
         if body.document is None:
@@ -148,6 +155,7 @@ async def get_golden_set(
 async def promote_a_cluster(
     project_id: ProjectId,
     store: StoreDep,
+    services: ServicesDep,
     cluster_id: Annotated[str, Path(max_length=64)],
     body: ClusterPromoteIn | None = None,
 ) -> PromotionOut:
@@ -157,7 +165,7 @@ async def promote_a_cluster(
     try:
         done = await asyncio.to_thread(
             promote_cluster, store, project_id, cluster_id, set_id=options.set_id,
-            skill=options.skill, limit=options.limit,
+            skill=options.skill, limit=options.limit, judge=_judge(services),
         )  # fmt: skip
     except GoldenSetError as exc:
         raise HTTPException(404, str(exc)) from exc
