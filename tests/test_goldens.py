@@ -305,3 +305,34 @@ def test_sets_are_versioned_in_the_store_and_promotion_appends(store: Store) -> 
         load_set(store, "other", golden.set_id)
     with pytest.raises(GoldenSetError, match="no activation"):
         promote(store, "p1", ["missing"])
+
+
+def test_the_api_imports_lists_shows_and_refuses_clearly(embedded_store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from skillsight.api import create_app
+    from skillsight.config import Settings
+    from skillsight.runtime import Services
+
+    app = create_app(Services(Settings.load({}), embedded_store))
+    with TestClient(app) as api:
+        document = render_cases(_golden(RICH), "skill-creator")
+        made = api.post("/api/v1/golden-sets", json={"document": document})
+        assert made.status_code == 201, made.text
+        summary = made.json()
+        assert (summary["skill_name"], summary["version"]) == (SKILL, 1)
+        assert summary["composition"]["replayed"] == 3
+        listed = api.get("/api/v1/golden-sets", params={"skill": SKILL}).json()
+        assert [s["set_id"] for s in listed] == [summary["set_id"]]
+        shown = api.get(f"/api/v1/golden-sets/{summary['set_id']}").json()
+        assert [GoldenCase.model_validate(c) for c in shown["cases"]] == RICH
+        assert shown["versions"] == [1]
+        broken = {"skill_name": SKILL, "cases": [{}]}
+        bad = api.post("/api/v1/golden-sets", json={"document": broken})
+        assert bad.status_code == 400 and "has no id" in bad.json()["detail"]
+        assert api.post("/api/v1/golden-sets", json={}).status_code == 400
+        assert api.get("/api/v1/golden-sets/gs-000000000000").status_code == 404
+        assert api.get("/api/v1/runs/run-missing").status_code == 404
+        assert api.get("/api/v1/runs").json() == []
+        missing = api.post("/api/v1/clusters/cl_000000000000/promote", json={"limit": 2})
+        assert missing.status_code == 404 and "no cluster" in missing.json()["detail"]

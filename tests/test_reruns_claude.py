@@ -201,3 +201,44 @@ def test_a_promoted_cluster_reruns_paired_through_real_claude_code(tmp_path: Pat
         assert served["lift"] == report["lift"] and served["runs"] == report["runs"]
     finally:
         store.close()
+
+
+def test_the_sdk_runner_plays_both_conditions_under_skillsights_instrumentor(
+    tmp_path: Path,
+) -> None:
+    """``--sdk``: the Claude Agent SDK in a child process under skillsight's instrumentor (the
+    CLI it drives exports nothing itself), one attempt per condition."""
+    data, files = tmp_path / "data", tmp_path / "files"
+    (files / "data").mkdir(parents=True)
+    (files / "data" / "sales.csv").write_text(SALES_CSV)
+    case = {"id": "total", "question": "What is the total amount in data/sales.csv?",
+            "ground_truth": TRUTH, "skillsight": {"files": ["data/sales.csv"]}}  # fmt: skip
+    (tmp_path / "evals.json").write_text(json.dumps({"skill_name": SKILL, "cases": [case]}))
+    cli("golden", "import", str(tmp_path / "evals.json"), "--data", str(data))
+    skill = tmp_path / "skills" / SKILL
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(csv_summary_skill_md(SKILL, SCRIPT))
+    (skill / "scripts" / "summarize_csv.py").write_text(SUMMARY_SCRIPT)
+    model = Model({"data/sales.csv": set()})
+    with ScriptedAnthropic([model.turn(i) for i in range(3)]) as base_url:
+        cli(
+            "rerun", str(skill), "--sdk", "--attempts", "1", "--files", str(files),
+            "--run-id", "run-sdk", "--timeout", "120", "--workdir", str(tmp_path / "work"),
+            "--json", str(tmp_path / "report.json"), "--data", str(data),
+            env={"ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": "sk-ant-skillsight-test"},
+        )  # fmt: skip
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["config"]["agent"] == "sdk"
+    runs = {r["condition"]: r for r in report["runs"]}
+    assert runs["with_skill"]["status"] == runs["baseline"]["status"] == "ok"
+    assert runs["with_skill"]["skill_invoked"] and not runs["baseline"]["skill_invoked"]
+    assert runs["with_skill"]["metrics"]["goal_accuracy"] == 1.0
+    assert runs["baseline"]["metrics"]["goal_accuracy"] == 0.5  # 121.50 is wrong, 57.00 right
+    assert len(runs["with_skill"]["session_ids"]) == 1  # the instrumentor's session only
+    store = EmbeddedStore(data)
+    try:
+        conventions = store.query("SELECT DISTINCT source_convention AS c FROM spans")
+    finally:
+        store.close()
+    found = {r["c"] for r in conventions}
+    assert "skillsight" in found and "claude_code" not in found  # the CLI exported nothing

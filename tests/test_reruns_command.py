@@ -208,3 +208,26 @@ def test_a_killed_rerun_resumes_without_repeating_finished_runs(
         assert store.runs.get("default", "run-kill")["status"] == "finished"  # type: ignore[index]
     finally:
         store.close()
+
+
+def test_runs_past_their_timeout_are_counted_not_imputed(tmp_path: Path) -> None:
+    skill, data = project(tmp_path), tmp_path / "data"
+    assert (
+        cli("golden", "import", str(tmp_path / "evals.json"), "--data", str(data)).returncode == 0
+    )
+    done = cli(
+        "rerun", str(skill), "--agent", AGENT, "--attempts", "1",
+        "--files", str(tmp_path / "files"), "--timeout", "1.5",
+        "--workdir", str(tmp_path / "work"), "--json", "-",
+        "--fail-under", "lift=0.0", "--data", str(data),
+        env={"OTLP_AGENT_SLEEP_S": "30"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr  # nothing to judge: no paired case, not a failure
+    report = json.loads(done.stdout)
+    for condition in ("with_skill", "baseline"):
+        assert report["inventory"][condition]["timeout"] == 2
+        assert report["inventory"][condition]["ok"] == 0
+    assert report["lift"] is None and report["utility"] is None
+    assert {r["status"] for r in report["runs"]} == {"timeout"}
+    assert all(r["overall"] is None and r["passed"] is None for r in report["runs"])
+    assert "lift >= 0: not applicable" in done.stderr
