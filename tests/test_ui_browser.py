@@ -19,7 +19,9 @@ from tests.support.browser import VIEWPORT, chromium, screenshot
 from tests.support.serve import RunningServer
 from tests.support.ui_feed import INGEST_KEY, KEY, OTHER_KEY, fed_server
 
-pytestmark = pytest.mark.slow
+# The module's server is fed and scored in the first test's setup: a minute on a quiet machine,
+# several on a busy one, so the first test gets a generous deadline.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
