@@ -122,7 +122,7 @@ def send(
 
 
 def wait_scored(
-    get: Callable[[str], dict[str, Any]], sessions: int, timeout: float = 180.0
+    get: Callable[[str], dict[str, Any]], sessions: int, timeout: float = 600.0
 ) -> None:
     """Until the service has scored ``sessions`` sessions and has nothing left (polls its
     ``/healthz``; ``get`` fetches a path as JSON with the caller's credentials)."""

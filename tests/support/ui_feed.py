@@ -73,7 +73,7 @@ def _replay(server: RunningServer, names: Sequence[str], repeats: int = 0) -> No
     replay.wait_scored(_get(server), len(names) + repeats * len(REPEATED))
 
 
-def _wait_clustered(server: RunningServer, timeout: float = 120.0) -> None:
+def _wait_clustered(server: RunningServer, timeout: float = 600.0) -> None:
     """Until a clustering run has started after every failure was scored (polls)."""
     runs = int(health(server)["clustering"]["runs"])
     deadline = time.monotonic() + timeout
