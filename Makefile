@@ -29,7 +29,8 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 ## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
-## ingest, instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
+## ingest (with durable acknowledgements, next to the rate before them), decoder fuzzing,
+## instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
 ## generated store is kept in .skillsight/bench-scorecard and reused), scale-out (activations
 ## evaluated per second with 1, 2 and 3 worker processes on one store), clustering (embeddings,
@@ -37,6 +38,7 @@ test: $(STAMP)
 ## paired reruns (the rerun's own overhead per paired run; the report of 1,000 cases x 2 x 3)
 bench: $(STAMP)
 	$(PY) -m benchmarks ingest
+	$(PY) -m benchmarks fuzz --inputs 1000000
 	$(PY) -m benchmarks overhead
 	$(PY) -m benchmarks rebuild
 	$(PY) -m benchmarks eval

@@ -93,6 +93,27 @@ def bench_ingest(
         raise typer.Exit(1)
 
 
+@app.command("fuzz")
+def bench_fuzz(
+    inputs: Annotated[
+        int, typer.Option("--inputs", help="Mutated requests to decode.")
+    ] = 1_000_000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (a run is repeatable).")] = 15,
+    findings: Annotated[
+        Path, typer.Option("--findings", help="Folder for inputs that crash or hang a decoder.")
+    ] = Path(".skillsight/fuzz-findings"),
+) -> None:
+    """Fuzz the OTLP decoders and the fast path's screen with mutated real requests.
+
+    Example: skillsight bench fuzz --inputs 1000000
+    """
+    from benchmarks.fuzz import run_fuzz
+
+    report = run_fuzz(count=inputs, seed=seed, findings=findings, console=console)
+    if report["findings"]:
+        raise fail(f"{report['findings']} findings in {findings}")
+
+
 @app.command("overhead")
 def bench_overhead(
     sessions: Annotated[

@@ -134,10 +134,10 @@ class Settings:
     flush_interval_s: float = _setting(0.5, "float", "longest a row waits in the queue")
     retention_days: int = _setting(0, "int", "TTL of spans and events in days; 0 = keep forever")
     ack: str = _setting(
-        "spool",
+        "auto",
         "str",
-        "when an export is answered 200: spool (its request is fsync'd to the spool folder), "
-        "commit (its rows are in ClickHouse), memory (queued only: lost on a crash)",
+        "when an export gets 200: spool (fsync'd to the spool folder), commit (rows committed), "
+        "memory (queued: lost on a crash); auto = spool embedded, commit on a ClickHouse server",
     )
     spool_dir: str = _setting("", "str", "the spool's folder; empty = spool/ in the data folder")
     spool_max_bytes: int = _setting(
@@ -400,10 +400,8 @@ class Settings:
             )
 
     def _validate_ingest(self) -> None:
-        if self.ack not in ("spool", "commit", "memory"):
-            raise ConfigError(
-                f"ack={self.ack!r}: expected spool, commit or memory (SKILLSIGHT_ACK)"
-            )
+        if self.ack not in ("auto", "spool", "commit", "memory"):
+            raise ConfigError(f"ack={self.ack!r}: expected auto, spool, commit or memory")
         tls = (self.tls_certfile, self.tls_keyfile, self.tls_client_ca)
         if bool(tls[0]) != bool(tls[1]) or (tls[2] and not tls[0]):
             raise ConfigError("TLS needs SKILLSIGHT_TLS_CERTFILE and SKILLSIGHT_TLS_KEYFILE")

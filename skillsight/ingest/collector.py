@@ -2,10 +2,10 @@
 
 An export is answered only once its rows are durable, as ``SKILLSIGHT_ACK`` says:
 
-- ``spool`` (default): the request is in the spool folder, fsync'd (:mod:`.spool`); rows
-  committed later, replayed at start-up after a crash;
-- ``commit``: the request's rows are committed to ClickHouse (concurrent requests share an
-  INSERT); no local state, at a lower rate with few concurrent exporters;
+- ``spool`` (the default with the embedded store): the request is in the spool folder, fsync'd
+  (:mod:`.spool`); rows committed later, replayed at start-up after a crash;
+- ``commit`` (the default with a ClickHouse server, whose collectors keep no local state): the
+  request's rows are committed (concurrent requests share an INSERT);
 - ``memory``: the request is in the write queue (drained on SIGTERM, lost on a crash).
 
 It holds no session state: rebuilding sessions is the finalizer's work, which the composition
@@ -39,6 +39,15 @@ from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA, span_columns
 log = logging.getLogger(__name__)
 
 ACK_MODES = ("spool", "commit", "memory")
+
+
+def ack_mode(store: Store, settings: Settings) -> str:
+    """``SKILLSIGHT_ACK``, with ``auto`` resolved for the store."""
+    if settings.ack != "auto":
+        return settings.ack
+    return "spool" if isinstance(store, EmbeddedStore) else "commit"
+
+
 # Replayed records were accepted under the window of their day: take them whatever it is now.
 _REPLAY_WINDOW = otlp.Window(future_s=1e9)
 _REPLAY_TIMEOUT_S = 600.0
@@ -75,13 +84,14 @@ class Collector:
     """
 
     def __init__(self, store: Store, settings: Settings) -> None:
-        if settings.ack not in ACK_MODES:
+        self.ack = ack_mode(store, settings)
+        if self.ack not in ACK_MODES:
             raise ConfigError(
-                f"ack={settings.ack!r}: expected one of {', '.join(ACK_MODES)} (SKILLSIGHT_ACK)"
+                f"ack={settings.ack!r}: expected auto or one of {', '.join(ACK_MODES)} "
+                "(SKILLSIGHT_ACK)"
             )
         self.store = store
         self.settings = settings
-        self.ack = settings.ack
         self.limits = otlp.Limits(
             max_value_chars=settings.max_attribute_bytes, max_depth=settings.max_attribute_depth
         )
