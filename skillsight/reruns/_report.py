@@ -290,11 +290,11 @@ def build_report(
         for r in active
         if r.expects_skill and r.with_skill.passed is not None and r.baseline.passed is not None
     ]
-    with_rows = [r for r in rows if r["condition"] == WITH_SKILL]
-    security = [float(r["security"]) for r in scored(with_rows) if r.get("security") is not None]
-    security_score = _r(100.0 * math.fsum(security) / len(security)) if security else None
     active_ids = {c.case_id for c in active_cases}
     active_rows = [r for r in rows if r["case_id"] in active_ids]
+    with_rows = [r for r in active_rows if r["condition"] == WITH_SKILL]
+    security = [float(r["security"]) for r in scored(with_rows) if r.get("security") is not None]
+    security_score = _r(100.0 * math.fsum(security) / len(security)) if security else None
     return RerunReport(
         run_id=str(meta["run_id"]),
         skill=skill,
