@@ -69,16 +69,23 @@ class AllowedToolsEvaluator(Evaluator):
                 f"the skill declares no allowed-tools; {len(calls)} calls unconstrained",
             )
         permissions, shown, problems = self._permissions(declared)
-        cwd = place_of(activation, context).workspace
         if not calls:
             return self.result(activation, 1.0, "conformant", "no tool calls" + problems)
         allows = permissions.allows
         findings = []
         undecided: list[str] = []
+        cwd: str | None = None
+        placed = False
         for call in calls:
             args = arguments(call)
             if allows(call.name, args, cwd=cwd):
                 continue
+            if not placed:
+                # only a path pattern (Read(./docs/**)) needs the working directory: found
+                # when a call is not allowed without it
+                placed, cwd = True, place_of(activation, context).workspace
+                if cwd is not None and allows(call.name, args, cwd=cwd):
+                    continue
             if args is None and any(rule.covers(call.name) for rule in permissions.rules):
                 # a rule names the tool with a specifier, and the input was not logged
                 undecided.append(call.tool_call_id)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
 from skillsight.evaluators._calls import PATH_KEYS, call_view
@@ -61,37 +61,34 @@ class Place:
         return f"workspace {self.workspace} ({how})"
 
 
+@lru_cache(maxsize=4096)
 def _normal(path: str) -> str:
     return posixpath.normpath(path)
 
 
-def _absolute_paths(activation: Activation) -> Iterable[str]:
-    """Absolute paths the agent named: file-tool paths and absolute words of commands."""
+def _paths(activation: Activation) -> tuple[list[str], list[str]]:
+    """(absolute, relative) paths the agent named: file-tool paths and the path-like words of
+    its commands, in one pass."""
+    absolute: list[str] = []
+    relative: list[str] = []
     for call in activation.tool_calls:
         parsed, command, _ = call_view(call)
         if isinstance(parsed, dict):
             for key in PATH_KEYS:
                 value = parsed.get(key)
-                if isinstance(value, str) and value.startswith("/"):
-                    yield _normal(value)
-        if command:
+                if not isinstance(value, str) or not value:
+                    continue
+                if value[0] == "/":
+                    absolute.append(_normal(value))
+                elif value[0] not in "~$":
+                    relative.append(value)
+        if command and "/" in command:
             for word in _WORD.findall(command):
-                if word.startswith("/"):
-                    yield _normal(word)
-
-
-def _relative_paths(activation: Activation) -> Iterable[str]:
-    for call in activation.tool_calls:
-        parsed, command, _ = call_view(call)
-        if isinstance(parsed, dict):
-            for key in PATH_KEYS:
-                value = parsed.get(key)
-                if isinstance(value, str) and value and not value.startswith(("/", "~", "$")):
-                    yield value
-        if command:
-            for word in _WORD.findall(command):
-                if not word.startswith("/") and ".." not in word:
-                    yield word
+                if word[0] == "/":
+                    absolute.append(_normal(word))
+                elif ".." not in word:
+                    relative.append(word)
+    return absolute, relative
 
 
 def _uri_path(uri: str) -> str | None:
@@ -106,7 +103,9 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _agent_skill_dir(activation: Activation, context: EvaluationContext) -> str | None:
+def _agent_skill_dir(
+    activation: Activation, context: EvaluationContext, paths: list[str]
+) -> str | None:
     """The skill's folder on the agent's machine, from what the telemetry shows."""
     announced = _BASE_DIRECTORY.search(activation.skill_output or "")
     if announced:
@@ -116,7 +115,6 @@ def _agent_skill_dir(activation: Activation, context: EvaluationContext) -> str 
         found = _uri_path(contract.source_uri)
         if found:
             return found
-    paths = list(_absolute_paths(activation))
     needle = f"/skills/{activation.skill_name}"
     for path in paths:
         at = path.find(needle + "/")
@@ -131,14 +129,14 @@ def _agent_skill_dir(activation: Activation, context: EvaluationContext) -> str 
     return None
 
 
-def _from_paths(activation: Activation) -> str | None:
+def _from_paths(absolute_paths: list[str], relative_paths: list[str]) -> str | None:
     """The directory a relative path resolves from, when an absolute path of the agent's ends
     with it (and all such pairs agree)."""
-    absolute = set(_absolute_paths(activation))
+    absolute = set(absolute_paths)
     if not absolute:
         return None
     roots = set()
-    for relative in _relative_paths(activation):
+    for relative in relative_paths:
         tail = "/" + _normal(relative).lstrip("./")
         if tail == "/.":
             continue
@@ -148,22 +146,44 @@ def _from_paths(activation: Activation) -> str | None:
     return roots.pop() if len(roots) == 1 else None
 
 
+# allowed_tools and security ask for the same activation's place one after the other (the
+# scheduler runs evaluator by evaluator over a batch): kept for the last activations seen,
+# checked by identity against the activation and its context.
+_PLACES: dict[int, tuple[Activation, EvaluationContext, Place]] = {}
+_PLACES_MAX = 4096
+
+
 def place_of(activation: Activation, context: EvaluationContext) -> Place:
     """Where the activation's agent worked (see the module docstring for the order)."""
-    skill_dir = _agent_skill_dir(activation, context)
+    held = _PLACES.get(id(activation))
+    if held is not None and held[0] is activation and held[1] is context:
+        return held[2]
+    place = _place_of(activation, context)
+    if len(_PLACES) >= _PLACES_MAX:
+        _PLACES.clear()
+    _PLACES[id(activation)] = (activation, context, place)
+    return place
+
+
+def _place_of(activation: Activation, context: EvaluationContext) -> Place:
     if context.workspace:
         workspace = _normal(context.workspace)
-        if skill_dir is None and context.manifest is not None:
+        if context.manifest is not None:
+            # a given workspace is the caller's word: a manifest inside it is the agent's copy
             folder = _normal(str(context.manifest.path))
-            skill_dir = folder if _within(folder, workspace) else None
+            if _within(folder, workspace):
+                return Place(workspace, "given", folder)
+        skill_dir = _agent_skill_dir(activation, context, _paths(activation)[0])
         return Place(workspace, "given", skill_dir)
+    absolute, relative = _paths(activation)
+    skill_dir = _agent_skill_dir(activation, context, absolute)
     if activation.workspace.startswith("/"):
         return Place(_normal(activation.workspace), "reported", skill_dir)
     if skill_dir is not None:
         at = (skill_dir + "/").find(_MARKER)
         if at >= 0:
             return Place(skill_dir[:at] or "/", "skill folder", skill_dir)
-    inferred = _from_paths(activation)
+    inferred = _from_paths(absolute, relative)
     if inferred is not None:
         return Place(inferred, "paths", skill_dir)
     return Place(None, "unknown", skill_dir)

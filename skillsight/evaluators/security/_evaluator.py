@@ -26,7 +26,7 @@ from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._seen import arguments_unseen, outputs_unseen
-from skillsight.evaluators._workspace import place_of
+from skillsight.evaluators._workspace import Place, place_of
 from skillsight.evaluators.security._commands import destructive
 from skillsight.evaluators.security._content import (
     ContentFinding,
@@ -35,11 +35,16 @@ from skillsight.evaluators.security._content import (
     scan_untrusted,
     scan_urls,
 )
+from skillsight.evaluators.security._gate import contains_any
 from skillsight.evaluators.security._roots import Roots, may_be_sensitive, sensitive_reference
 from skillsight.evaluators.security._secrets import SecretMatch, find_secrets, may_hold_secrets
 from skillsight.rebuild.activations import Activation
 
 WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.2, "info": 0.0}
+# Programs whose targets the workspace places (rm, chmod, chown, chgrp): without one of these
+# in the arguments and without file-tool calls, no rule needs to know where the agent worked.
+_PLACED = ("rm", "chmod", "chown", "chgrp")
+_UNPLACED = Place(None, "unknown", None)
 
 
 def _content(
@@ -82,8 +87,6 @@ class SecurityEvaluator(Evaluator):
     summary = "no secrets, destructive commands, out-of-workspace paths or injected content"
 
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
-        place = place_of(activation, context)
-        roots = _roots(place.workspace, place.skill_dir, tuple(context.extra_roots))
         calls = activation.tool_calls
         body = context.manifest.body if context.manifest is not None else None
         unseen: list[str] = []
@@ -120,9 +123,18 @@ class SecurityEvaluator(Evaluator):
         )
         views = [call_view(c) for c in calls]
         arguments_text = "\n".join([v.text for v in views])
+        # where the agent worked matters to file paths and to deletes and permission changes
+        place = (
+            place_of(activation, context)
+            if any(c.name in FILE_TOOLS for c in calls) or contains_any(arguments_text, _PLACED)
+            else _UNPLACED
+        )
+        roots = _roots(place.workspace, place.skill_dir, tuple(context.extra_roots))
         sensitive = may_be_sensitive(arguments_text)
         # a secret on a command line leaks into every log that records the command
-        scan_arguments = may_hold_secrets(arguments_text, arguments_text.lower())
+        scan_arguments = may_hold_secrets(arguments_text, arguments_text.lower()) and bool(
+            find_secrets(arguments_text)  # one scan of them all; per call only when it finds
+        )
         known = roots.known
         for call, (parsed, command, args) in zip(calls, views, strict=True):
             if scan_arguments and (secrets := find_secrets(args)):
