@@ -107,13 +107,28 @@ def rebuild_sessions(
     """
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
+    projects = list(dict.fromkeys(p for p, _, _ in keys))
+    # Sessions that must be complete and still miss a parent span are known from span ids
+    # alone: their rows are not read (a long turn runs for minutes before its root arrives).
+    held = {
+        (project_id, key)
+        for project_id in projects
+        for key in store.sessions.missing_parents(
+            project_id, [k for p, k, _ in keys if p == project_id and (p, k) in require_complete]
+        )
+    }
     rows = {
-        project_id: store.sessions.rows_of(project_id, [k for p, k, _ in keys if p == project_id])
-        for project_id in dict.fromkeys(p for p, _, _ in keys)
+        project_id: store.sessions.rows_of(
+            project_id, [k for p, k, _ in keys if p == project_id and (p, k) not in held]
+        )
+        for project_id in projects
     }
     for project_id, key, _ in keys:
         outcome = Outcome(project_id, key)
         outcomes.append(outcome)
+        if (project_id, key) in held:
+            outcome.complete, outcome.incomplete = False, True
+            continue
         spans, events = rows[project_id][key]
         if not spans and not events:
             continue

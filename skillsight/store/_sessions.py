@@ -86,6 +86,16 @@ FROM (
 ORDER BY time_unix_nano, record_id
 LIMIT {{limit:UInt32}}"""
 
+# The span ids and parents of some sessions, nothing else: whether every parent has arrived is
+# known before a session's rows are read (a turn still running is read in full only once its
+# root span is in).
+_SESSION_PARENTS = """
+SELECT DISTINCT session_id, trace_id, span_id, parent_span_id
+FROM spans
+WHERE project_id = {project:String}
+  AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
+       OR trace_id IN {traces:Array(String)})"""
+
 # Every session key of a project (for `skillsight rebuild`).
 _LIST_SESSION_KEYS = """
 SELECT DISTINCT if(trace_session != '', trace_session, trace_id) AS session_key
@@ -140,6 +150,30 @@ class Sessions:
                 if key:
                     out[key][index].append(row)  # type: ignore[arg-type]
         return out
+
+    def missing_parents(self, project_id: str, session_keys: Sequence[str]) -> set[str]:
+        """The sessions among these with a span whose parent span has not arrived (the first
+        rule of completeness), from span ids alone: two narrow queries, no row read."""
+        keys = list(dict.fromkeys(session_keys))
+        if not keys:
+            return set()
+        owner: dict[str, str] = {}
+        found = self._store.query(_SESSION_TRACES, {"project": project_id, "sessions": keys})
+        for row in found:
+            owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
+        params = {"project": project_id, "sessions": keys, "traces": list(owner)}
+        wanted = set(keys)
+        spans: dict[str, set[tuple[str, str]]] = {}
+        parents: dict[str, set[tuple[str, str]]] = {}
+        for row in self._store.query(_SESSION_PARENTS, params):
+            trace = str(row["trace_id"])
+            key = str(row["session_id"]) if row["session_id"] in wanted else ""
+            key = key or owner.get(trace, "") or (trace if trace in wanted else "")
+            if key:
+                spans.setdefault(key, set()).add((trace, str(row["span_id"])))
+                if row["parent_span_id"]:
+                    parents.setdefault(key, set()).add((trace, str(row["parent_span_id"])))
+        return {key for key, needed in parents.items() if not needed <= spans.get(key, set())}
 
     def touched(self, since_us: int) -> list[TouchedSession]:
         """Every session with rows ingested after ``since_us`` (store clock). The trace

@@ -1,0 +1,62 @@
+"""What a rebuild pass reads: sessions that must be complete and still miss a parent span are
+found from span ids alone, with the same verdict as the completeness rule on their rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.rebuild import raw_tables
+from benchmarks.sessions import synthetic_session
+from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
+from skillsight.rebuild.rebuild_pass import is_complete
+from skillsight.store import Store
+
+PROJECT = "p"
+
+
+def _session(store: Store, seed: int, *, drop: str = "") -> str:
+    """A synthetic Claude Code session; ``drop``: its root span left out ('root'), or one
+    span's parent never sent ('parent': a parent in a service that does not export here)."""
+    key = f"00000000-0000-4000-8000-{seed:012d}"
+    spans, events = synthetic_session(8, skill_every=3, seed=seed, session_id=key)
+    if drop == "root":
+        spans = [s for s in spans if s["parent_span_id"]]
+    elif drop == "parent":
+        spans[-1] = {**spans[-1], "parent_span_id": "00000000000000ff"}
+    span_table, event_table = raw_tables(PROJECT, spans, events)
+    store.spans.insert(span_table)
+    store.events.insert(event_table)
+    return key
+
+
+def test_missing_parents_agree_with_the_completeness_rule(store: Store) -> None:
+    keys = {
+        "whole": _session(store, 1),
+        "no root": _session(store, 2, drop="root"),
+        "no parent": _session(store, 3, drop="parent"),
+        "whole too": _session(store, 4),
+    }
+    missing = store.sessions.missing_parents(PROJECT, [*keys.values(), "never-seen"])
+    assert missing == {keys["no root"], keys["no parent"]}
+    rows = store.sessions.rows_of(PROJECT, list(keys.values()))
+    for key, (spans, _events) in rows.items():
+        parents_in = is_complete(spans, [])  # the parent rule alone
+        assert parents_in == (key not in missing), key
+
+
+def test_a_pass_holds_what_misses_a_parent_and_rebuilds_the_rest(store: Store) -> None:
+    whole, rootless = _session(store, 5), _session(store, 6, drop="root")
+    keys: list[Any] = [(PROJECT, whole, 0), (PROJECT, rootless, 0)]
+    waiting = {(PROJECT, whole), (PROJECT, rootless)}
+    outcomes, stamps = rebuild_sessions(
+        store, keys, rebuild=default_rebuild(), require_complete=waiting
+    )
+    by_key = {o.session_key: o for o in outcomes}
+    assert by_key[rootless].incomplete and not by_key[rootless].complete
+    assert by_key[rootless].rebuilt is None
+    assert by_key[whole].rebuilt is not None and by_key[whole].rebuilt.activations
+    assert len(stamps) == 1
+    # not required complete: rebuilt from what there is, as before
+    outcomes, _ = rebuild_sessions(store, keys, rebuild=default_rebuild())
+    assert all(o.rebuilt is not None and not o.incomplete for o in outcomes)
+    assert {o.session_key: o.complete for o in outcomes} == {whole: True, rootless: False}
