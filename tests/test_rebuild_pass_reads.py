@@ -54,7 +54,8 @@ def test_a_pass_holds_what_misses_a_parent_and_rebuilds_the_rest(store: Store) -
     by_key = {o.session_key: o for o in outcomes}
     assert by_key[rootless].incomplete and not by_key[rootless].complete
     assert by_key[rootless].rebuilt is None
-    assert by_key[whole].rebuilt is not None and by_key[whole].rebuilt.activations
+    rebuilt = by_key[whole].rebuilt
+    assert rebuilt is not None and rebuilt.activations
     assert len(stamps) == 1
     # not required complete: rebuilt from what there is, as before
     outcomes, _ = rebuild_sessions(store, keys, rebuild=default_rebuild())
