@@ -701,6 +701,18 @@ def test_unlogged_inputs_make_no_false_repeats_and_no_guess_about_scripts(
     assert (other.score, other.label) == (0.0, "violation")
 
 
+def test_allowed_tools_resolves_root_patterns_against_the_workspace() -> None:
+    """``Read(/data/**)`` means the project's data folder, not the filesystem's: decided with
+    the workspace the telemetry reported."""
+    calls = [
+        call(1, "Read", {"file_path": "/proj/data/sales.csv"}),
+        call(2, "Read", {"file_path": "/data/x"}),
+    ]
+    act = activation(calls, allowed=["Read(/data/**)"], workspace="/proj")
+    e = AllowedToolsEvaluator().evaluate(act)
+    assert (e.score, [f.tool_call_id for f in e.findings]) == (0.5, ["t2"])
+
+
 def test_allowed_tools_not_reported_is_not_unconstrained() -> None:
     """A span named a version the catalogue lacks and reported no allowed-tools: unknown."""
     contract = SkillContract(name="csv-summary", version="ab" * 32, catalogued=False)

@@ -39,6 +39,14 @@ class AllowedToolsEvaluator(Evaluator):
                 self._parsed[key] = parsed
         return parsed
 
+    @staticmethod
+    def _paths(permissions: AllowedTools) -> bool:
+        """Whether some rule's specifier is a path (anything but Bash's and the unrestricted)."""
+        return any(
+            rule.tool != "Bash" and not rule.unrestricted and not rule.tool.startswith("mcp__")
+            for rule in permissions.rules
+        )
+
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         declared: list[str] | None
         contract = activation.contract
@@ -74,18 +82,13 @@ class AllowedToolsEvaluator(Evaluator):
         allows = permissions.allows
         findings = []
         undecided: list[str] = []
-        cwd: str | None = None
-        placed = False
+        # only path patterns (Read(./docs/**), Edit(/src/**)) resolve against the working
+        # directory; a declaration of tools and Bash prefixes never needs it looked up
+        cwd = place_of(activation, context).workspace if self._paths(permissions) else None
         for call in calls:
             args = arguments(call)
             if allows(call.name, args, cwd=cwd):
                 continue
-            if not placed:
-                # only a path pattern (Read(./docs/**)) needs the working directory: found
-                # when a call is not allowed without it
-                placed, cwd = True, place_of(activation, context).workspace
-                if cwd is not None and allows(call.name, args, cwd=cwd):
-                    continue
             if args is None and any(rule.covers(call.name) for rule in permissions.rules):
                 # a rule names the tool with a specifier, and the input was not logged
                 undecided.append(call.tool_call_id)
