@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from tests.harness.scenario_captures import load_capture
 from tests.support.serve import RunningServer, running_server
-from tests.test_tenancy_walk import KEY, MARK, SKILL, marker_session, post_as
+from tests.support.tenants import KEY, MARK, SKILL, marker_session, post_as
 
 KEYS = "key-a:alpha,key-b:beta,key-ops:ops:admin"
 EXAMPLES = 12  # per operation and mode: ~600 requests
