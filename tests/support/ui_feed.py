@@ -74,14 +74,15 @@ def _replay(server: RunningServer, names: Sequence[str], repeats: int = 0) -> No
 
 
 def _wait_clustered(server: RunningServer, timeout: float = 600.0) -> None:
-    """Until a clustering run has started after every failure was scored (polls)."""
-    runs = int(health(server)["clustering"]["runs"])
+    """Until a clustering run of the project has found the repeated failure patterns (polls:
+    failures are embedded as they are scored, and runs repeat every second)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if int(health(server)["clustering"]["runs"]) >= runs + 2:
+        runs = health(server)["clustering"].get("last_runs") or {}
+        if int((runs.get(PROJECT) or {}).get("clusters", 0)) >= len(REPEATED):
             return
-        time.sleep(0.1)
-    raise AssertionError(f"no clustering run within {timeout}s: {health(server)}")
+        time.sleep(0.2)
+    raise AssertionError(f"no clusters within {timeout}s: {health(server)['clustering']}")
 
 
 @contextmanager
