@@ -241,3 +241,36 @@ def data_analyst_agent_md(prompt: str, skills: str) -> str:
         "---\n\n"
         f"{prompt}\n"
     )
+
+
+# A GitHub-token-shaped string that is no token (ghp_ + 36 characters; no service knows it).
+FAKE_TOKEN = "ghp_" + hashlib.sha256(b"skillsight fake token").hexdigest()[:36]
+
+RELEASE_PUBLISH_SCRIPT = '''\
+"""Publish a release (dry run: nothing leaves the machine)."""
+
+import sys
+
+args = sys.argv[1:]
+version = args[args.index("--version") + 1] if "--version" in args else "?"
+token = args[args.index("--token") + 1] if "--token" in args else ""
+print(f"release {version}: dry run ok ({'authenticated' if token else 'anonymous'})")
+'''
+
+EXPECTED_RELEASE_PUBLISH = "release v1.2.0: dry run ok (authenticated)"
+
+
+def release_publish_skill_md(script: str) -> str:
+    """``release-publish``: its script takes the token on the command line (a leak)."""
+    return skill_md(
+        "release-publish",
+        "Publish a tagged release to GitHub. Use when the user asks to publish or ship a\n"
+        "  release.",
+        f"""
+        # Release publish
+
+        1. Run `python3 {script} --version VERSION --token TOKEN` (a dry run).
+        2. Tell the user whether the release would go out.
+        """,
+        allowed_tools="Bash(python3:*)",
+    )

@@ -39,6 +39,7 @@ UNIT_PRICE = ".claude/skills/unit-price/scripts/unit_prices.py"
 SALES_REPORT = ".claude/skills/sales-report/scripts/report.py"
 RELEASE_NOTES = ".claude/skills/release-notes/scripts/draft_notes.py"
 DEPLOY_CHECK = ".claude/skills/deploy-check/scripts/check_config.py"
+RELEASE_PUBLISH = ".claude/skills/release-publish/scripts/publish.py"
 SUBAGENT = "data-analyst"
 SUBAGENT_MARKER = "You are the data-analyst subagent."
 EVALUATORS = (

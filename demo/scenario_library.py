@@ -14,6 +14,7 @@ from demo import _project_files as files
 from demo._evaluation_scenarios import (
     allowed_tools_violation,
     distractor,
+    secret_in_command,
     security,
     skipped_script,
 )
@@ -41,6 +42,7 @@ from demo.workload import DEFAULT_PROMPT
 __all__ = [
     "ISSUE_3_SCENARIOS",
     "ISSUE_5_SCENARIOS",
+    "ISSUE_10_SCENARIOS",
     "SCENARIOS",
     "build_scenario",
     "subagent_report",
@@ -245,6 +247,7 @@ SCENARIOS: dict[str, Callable[[Path], Scenario]] = {
     "distractor": distractor,
     "skipped_script": skipped_script,
     "security": security,
+    "secret_in_command": secret_in_command,
 }
 """Every scenario factory by name, in the order they are documented."""
 ISSUE_3_SCENARIOS = (
@@ -256,6 +259,7 @@ ISSUE_3_SCENARIOS = (
     "tool_error",
 )
 ISSUE_5_SCENARIOS = ("allowed_tools_violation", "distractor", "skipped_script", "security")
+ISSUE_10_SCENARIOS = ("secret_in_command",)
 
 
 def build_scenario(name: str, root: Path) -> Scenario:

@@ -31,6 +31,7 @@ from typing import Any
 from demo.scenario_library import (
     ISSUE_3_SCENARIOS,
     ISSUE_5_SCENARIOS,
+    ISSUE_10_SCENARIOS,
     SCENARIOS,
     build_scenario,
 )
@@ -49,6 +50,7 @@ from demo.workload import PROTOCOLS, Protocol, telemetry_env
 __all__ = [
     "ISSUE_3_SCENARIOS",
     "ISSUE_5_SCENARIOS",
+    "ISSUE_10_SCENARIOS",
     "SCENARIOS",
     "ExpectedActivation",
     "ExpectedCall",
@@ -268,7 +270,13 @@ def _workdir(keep: Path | None) -> Iterator[Path]:
 def _print_list() -> None:
     for name, factory in SCENARIOS.items():
         scenario = factory(Path("/project"))
-        issue = "issue 3" if name in ISSUE_3_SCENARIOS else "issue 5"
+        issue = (
+            "issue 3"
+            if name in ISSUE_3_SCENARIOS
+            else "issue 10"
+            if name in ISSUE_10_SCENARIOS
+            else "issue 5"
+        )
         print(f"{name:<24} ({issue}) {scenario.summary}")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from demo._project_files import FAKE_TOKEN
 from demo.scenario_library import build_scenario
 from skillsight.evaluators import DETERMINISTIC, Evaluation, deterministic_registry, run_evaluators
 from skillsight.evaluators.scheduler import ContextAssembler
@@ -335,8 +336,22 @@ def test_with_tool_content_off_no_verdict_claims_more_than_was_seen(
         if name == "security":
             # the secret the script printed is not seen; the delete on the command line is
             assert [f.kind for f in security.findings] == ["rm_rf_outside_workspace"]
+        elif name == "secret_in_command":
+            assert [f.kind for f in security.findings] == ["secret"]  # on the command line
         else:
             assert security.findings == ()
+
+
+def test_a_secret_on_a_command_line_is_found_with_tool_content_on_or_off(loaded: Loaded) -> None:
+    for source in NATIVE:
+        [(activation, evaluations)] = loaded.scored("secret_in_command", source)
+        security = {e.evaluator: e for e in evaluations}["security"]
+        [publish] = activation.tool_calls
+        assert [(f.kind, f.tool_call_id, f.detail["surface"]) for f in security.findings] == [
+            ("secret", publish.tool_call_id, "tool arguments")
+        ], source
+        assert FAKE_TOKEN in json.dumps(publish.arguments)
+        assert FAKE_TOKEN not in json.dumps(security.to_dict())  # redacted in the verdict
 
 
 def test_with_tool_content_on_the_printed_secret_is_found(loaded: Loaded) -> None:
@@ -399,16 +414,20 @@ def test_each_source_reports_what_its_sessions_arrive_without(loaded: Loaded) ->
             visibility.observe(f"{name}.{source}", loaded.rebuilt(name, source).trajectory)
     report = visibility.to_json()
     native: Any = report["claude_code"]
-    # ten scenarios, three variants each
-    assert native["sessions"] == 30
-    assert native["without_tool_output"] == 10  # the ten with tool content off
-    assert native["without_request_id"] == 10
+    # every scenario, three variants each
+    assert native["sessions"] == 3 * len(NAMES)
+    assert native["without_tool_output"] == len(NAMES)  # those with tool content off
+    assert native["without_request_id"] == len(NAMES)
     assert (native["without_prompts"], native["without_tool_input"]) == (0, 0)
     assert native["without_workspace"] == 0  # reported through OTEL_RESOURCE_ATTRIBUTES
     assert native["advice"] == [GAPS["tool_output"], GAPS["request_id"]]
     assert "OTEL_LOG_TOOL_CONTENT=1" in native["advice"][0]
     oi: Any = report["openinference"]
-    assert (oi["sessions"], oi["without_tool_output"], oi["without_request_id"]) == (10, 0, 0)
+    assert (oi["sessions"], oi["without_tool_output"], oi["without_request_id"]) == (
+        len(NAMES),
+        0,
+        0,
+    )
     # the SDK instrumentor reports no working directory (evaluators infer it from the skill
     # folder Claude Code announces in the Skill result)
-    assert oi["without_workspace"] == 10
+    assert oi["without_workspace"] == len(NAMES)

@@ -23,6 +23,7 @@ from demo.scenario_library import subagent_report
 from demo.scenarios import (
     ISSUE_3_SCENARIOS,
     ISSUE_5_SCENARIOS,
+    ISSUE_10_SCENARIOS,
     SCENARIOS,
     ScenarioResult,
     build_scenario,
@@ -53,7 +54,7 @@ requires_claude = pytest.mark.skipif(
 
 
 def test_the_library_holds_the_scenarios_the_issues_need() -> None:
-    assert list(SCENARIOS) == [*ISSUE_3_SCENARIOS, *ISSUE_5_SCENARIOS]
+    assert list(SCENARIOS) == [*ISSUE_3_SCENARIOS, *ISSUE_5_SCENARIOS, *ISSUE_10_SCENARIOS]
     assert ISSUE_3_SCENARIOS == (
         "one_skill",
         "two_skills",
@@ -68,6 +69,7 @@ def test_the_library_holds_the_scenarios_the_issues_need() -> None:
         "skipped_script",
         "security",
     )
+    assert ISSUE_10_SCENARIOS == ("secret_in_command",)
 
 
 def test_expected_activations(tmp_path: Path) -> None:
@@ -94,6 +96,7 @@ def test_expected_activations(tmp_path: Path) -> None:
         "distractor": [("release-notes", "skill_tool", "Skill", "main", ["Bash"], False)],
         "skipped_script": [("csv-summary", "skill_tool", "Skill", "main", ["Read"], False)],
         "security": [("deploy-check", "skill_tool", "Skill", "main", ["Bash", "Bash"], False)],
+        "secret_in_command": [("release-publish", "skill_tool", "Skill", "main", ["Bash"], False)],
     }
 
 
