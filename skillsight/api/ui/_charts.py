@@ -124,7 +124,7 @@ def line_chart(
         return top_pad + plot_h - min(max(v / y_max, 0.0), 1.0) * plot_h
 
     def shown(v: float) -> str:
-        return f"{v:.0%}" if percent else (f"{v:.4g}")
+        return f"{v:.0%}" if percent else compact(v)
 
     out = [
         f'<svg class="chart lines" viewBox="0 0 {width} {height}" role="img" '
@@ -177,6 +177,18 @@ def line_chart(
         out.append("</g>")
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def compact(value: float) -> str:
+    """A number in at most five characters: 1.2M, 34.5k, 120, 3.4, 0.015."""
+    size = abs(value)
+    if size >= 1e6:
+        return f"{value / 1e6:.1f}M"
+    if size >= 1e3:
+        return f"{value / 1e3:.1f}k"
+    if size >= 10 or value == 0:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if size >= 1 else f"{value:.3f}"
 
 
 def colour_of(index: int) -> str:
