@@ -1,15 +1,22 @@
 """What a rebuild pass reads: sessions that must be complete and still miss a parent span are
-found from span ids alone, with the same verdict as the completeness rule on their rows."""
+found from span ids alone, with the same verdict as the completeness rule on their rows; and a
+turn running past max_wait_s is rebuilt provisionally at a bounded rate."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
-from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
+from skillsight.rebuild.finalizer import (
+    ActivationsReady,
+    Finalizer,
+    default_rebuild,
+    rebuild_sessions,
+)
 from skillsight.rebuild.rebuild_pass import is_complete
-from skillsight.store import Store
+from skillsight.store import EmbeddedStore, Store
 
 PROJECT = "p"
 
@@ -61,3 +68,56 @@ def test_a_pass_holds_what_misses_a_parent_and_rebuilds_the_rest(store: Store) -
     outcomes, _ = rebuild_sessions(store, keys, rebuild=default_rebuild())
     assert all(o.rebuilt is not None and not o.incomplete for o in outcomes)
     assert {o.session_key: o.complete for o in outcomes} == {whole: True, rootless: False}
+
+
+def test_provisional_rebuilds_are_rate_limited_and_a_root_settles_at_once(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """A turn running past max_wait_s is rebuilt provisionally once per provisional_every_s,
+    not after every batch of its rows; its root span ends the wait at once."""
+    key = "00000000-0000-4000-8000-000000000077"
+    spans, events = synthetic_session(12, skill_every=4, seed=77, session_id=key)
+    root = [s for s in spans if not s["parent_span_id"]]
+    rest = [s for s in spans if s["parent_span_id"]]
+    half = len(rest) // 2
+
+    def insert(part: list[dict[str, Any]], with_events: bool = False) -> None:
+        span_table, event_table = raw_tables(PROJECT, part, events if with_events else [])
+        embedded_store.spans.insert(span_table)
+        if with_events:
+            embedded_store.events.insert(event_table)
+
+    announced: list[ActivationsReady] = []
+
+    async def note(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    async def until(finalizer: Finalizer, condition: Any) -> None:
+        async with asyncio.timeout(30):
+            while not condition(finalizer.health()):
+                await asyncio.sleep(0.02)
+
+    async def run() -> dict[str, Any]:
+        finalizer = Finalizer(
+            embedded_store,
+            quiet_s=0.05,
+            max_wait_s=0.0,
+            settle_s=3600,
+            poll_s=0.02,
+            provisional_every_s=3600,
+        )
+        finalizer.subscribe(note)
+        async with finalizer:
+            insert(rest[:half], with_events=True)
+            await until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
+            insert(rest[half:])  # more of the running turn: held, not rebuilt again
+            await until(finalizer, lambda h: h["incomplete_sessions"] == 1)
+            assert finalizer.health()["provisional_rebuilds"] == 1 and not announced
+            insert(root)  # the turn ends: complete, rebuilt and announced at once
+            await until(finalizer, lambda h: h["sessions_rebuilt"] == 2)
+            return finalizer.health()
+
+    health = asyncio.run(run())
+    assert health["provisional_rebuilds"] == 1 and health["settled_incomplete"] == 0
+    [item] = announced
+    assert item.session_id == key and item.activations

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ class Finalizer:
         commits: Callable[[], int] | None = None,
         shard: tuple[int, int] = (0, 1),
         drain_timeout_s: float = 60.0,
+        provisional_every_s: float = 10.0,
     ) -> None:
         self.store = store
         self.quiet_s = quiet_s
@@ -139,6 +141,11 @@ class Finalizer:
         self.commits = commits
         self.shard = shard
         self.drain_timeout_s = drain_timeout_s
+        self.provisional_every_s = provisional_every_s
+        """At most one provisional rebuild of a session this often: a turn running past
+        max_wait_s is otherwise rebuilt in full after every batch of its rows (quadratic in a
+        long turn). Once complete it is rebuilt at once."""
+        self._provisional_at: dict[tuple[str, str], float] = {}  # monotonic, last provisional
         self.stats = FinalizerStats()
         self.visibility = Visibility()
         """What each source's recently rebuilt sessions lacked (``health()["sources"]``)."""
@@ -329,6 +336,16 @@ class Finalizer:
         provisional = {
             ident for ident in keys if wait_for_roots and not self._pending[ident].unsettled
         }
+        # Rebuilt provisionally a moment ago: only once complete (a missing parent span is
+        # found without reading the rows), or when the interval is over.
+        throttled = {
+            ident
+            for ident in keys
+            if wait_for_roots
+            and ident not in waiting
+            and not self._pending[ident].unsettled  # settling: written as it is, now
+            and now - self._provisional_at.get(ident, -math.inf) < self.provisional_every_s
+        }
         started = time.perf_counter()
         try:
             outcomes, stamps = await asyncio.to_thread(
@@ -337,7 +354,7 @@ class Finalizer:
                 batch,
                 rebuild=self._rebuild,
                 catalogue=self.catalogue,
-                require_complete=waiting,
+                require_complete=waiting | throttled,
                 provisional=provisional,
             )
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
@@ -355,6 +372,8 @@ class Finalizer:
             pending = self._pending[ident]
             if outcome.incomplete:  # look again later; past max_wait_s it is rebuilt as is
                 pending.due = now + self.quiet_s
+                if ident in throttled:
+                    pending.due = self._provisional_at[ident] + self.provisional_every_s
                 continue
             if pending.last_ingested_us == last_us:  # else new rows arrived: stay pending
                 if outcome.rebuilt is not None and not outcome.settled:
@@ -373,7 +392,9 @@ class Finalizer:
                 stamp = next(stamp_of)
                 if not outcome.settled:
                     self.stats.provisional_rebuilds += 1
+                    self._provisional_at[ident] = now
                     continue
+                self._provisional_at.pop(ident, None)
                 if not outcome.complete:
                     self.stats.settled_incomplete += 1
                 rebuilt_at = stamp_iso(stamp)
