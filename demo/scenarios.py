@@ -310,6 +310,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="none",
         help="also trace the SDK with OpenInference (spans to --endpoint over http/protobuf)",
     )
+    parser.add_argument(
+        "--no-request-id",
+        action="store_true",
+        help="the model server sends no request-id header (Claude Code behind a gateway)",
+    )
+    parser.add_argument(
+        "--no-tool-content",
+        action="store_true",
+        help="OTEL_LOG_TOOL_CONTENT=0: Claude Code exports no tool output",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the projects here")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per session")
     args = parser.parse_args(argv)
@@ -337,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 project_key=args.project_key,
                 instrumentation=instrumentation,
                 timeout_s=args.timeout,
+                request_ids=not args.no_request_id,
+                log_tool_content=not args.no_tool_content,
             )
             _print_result(result)
             for problem in mismatches(result):
