@@ -121,3 +121,41 @@ def test_provisional_rebuilds_are_rate_limited_and_a_root_settles_at_once(
     assert health["provisional_rebuilds"] == 1 and health["settled_incomplete"] == 0
     [item] = announced
     assert item.session_id == key and item.activations
+
+
+def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
+    embedded_store: EmbeddedStore,
+) -> None:
+    key = "00000000-0000-4000-8000-000000000078"
+    spans, _ = synthetic_session(30, skill_every=4, seed=78, session_id=key)
+    rest = [s for s in spans if s["parent_span_id"]]  # the root never comes
+    first, little, doubled = 10, 15, 25  # spans in after each batch
+
+    def insert(part: list[dict[str, Any]]) -> None:
+        embedded_store.spans.insert(raw_tables(PROJECT, part, [])[0])
+
+    async def until(finalizer: Finalizer, condition: Any) -> None:
+        async with asyncio.timeout(30):
+            while not condition(finalizer.health()):
+                await asyncio.sleep(0.02)
+
+    async def run() -> None:
+        finalizer = Finalizer(
+            embedded_store,
+            quiet_s=0.05,
+            max_wait_s=0.0,
+            settle_s=3600,
+            poll_s=0.02,
+            provisional_every_s=0.0,
+            provisional_growth=2.0,
+        )
+        async with finalizer:
+            insert(rest[:first])
+            await until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
+            insert(rest[first:little])  # 15 < 2 x 10: held
+            await until(finalizer, lambda h: h["incomplete_sessions"] == 1)
+            assert finalizer.health()["provisional_rebuilds"] == 1
+            insert(rest[little:doubled])  # 25 >= 20: shown again
+            await until(finalizer, lambda h: h["provisional_rebuilds"] == 2)
+
+    asyncio.run(run())

@@ -128,6 +128,7 @@ class Finalizer:
         shard: tuple[int, int] = (0, 1),
         drain_timeout_s: float = 60.0,
         provisional_every_s: float = 10.0,
+        provisional_growth: float = 2.0,
     ) -> None:
         self.store = store
         self.quiet_s = quiet_s
@@ -142,10 +143,14 @@ class Finalizer:
         self.shard = shard
         self.drain_timeout_s = drain_timeout_s
         self.provisional_every_s = provisional_every_s
-        """At most one provisional rebuild of a session this often: a turn running past
-        max_wait_s is otherwise rebuilt in full after every batch of its rows (quadratic in a
-        long turn). Once complete it is rebuilt at once."""
-        self._provisional_at: dict[tuple[str, str], float] = {}  # monotonic, last provisional
+        self.provisional_growth = provisional_growth
+        """A turn running past max_wait_s is rebuilt provisionally (for the display) at most
+        once per ``provisional_every_s``, and again only once its spans have grown by
+        ``provisional_growth`` times: otherwise it is rebuilt in full after every batch of its
+        rows, quadratic in a long turn; growing by 2x bounds all its provisional rebuilds to
+        twice a rebuild of the whole. Once complete it is rebuilt at once."""
+        # per session: (monotonic time, spans) of its last provisional rebuild
+        self._provisional: dict[tuple[str, str], tuple[float, int]] = {}
         self.stats = FinalizerStats()
         self.visibility = Visibility()
         """What each source's recently rebuilt sessions lacked (``health()["sources"]``)."""
@@ -336,15 +341,25 @@ class Finalizer:
         provisional = {
             ident for ident in keys if wait_for_roots and not self._pending[ident].unsettled
         }
-        # Rebuilt provisionally a moment ago: only once complete (a missing parent span is
-        # found without reading the rows), or when the interval is over.
+        # Rebuilt provisionally before: again once complete (a missing parent span is found
+        # without reading the rows), or when the interval is over and the turn has grown.
         throttled = {
             ident
             for ident in keys
             if wait_for_roots
             and ident not in waiting
             and not self._pending[ident].unsettled  # settling: written as it is, now
-            and now - self._provisional_at.get(ident, -math.inf) < self.provisional_every_s
+            and ident in self._provisional
+            and now - self._provisional[ident][0] < self.provisional_every_s
+        }
+        growing = {
+            ident: math.ceil(self._provisional[ident][1] * self.provisional_growth)
+            for ident in keys
+            if wait_for_roots
+            and ident not in waiting
+            and ident not in throttled
+            and not self._pending[ident].unsettled
+            and ident in self._provisional
         }
         started = time.perf_counter()
         try:
@@ -356,6 +371,7 @@ class Finalizer:
                 catalogue=self.catalogue,
                 require_complete=waiting | throttled,
                 provisional=provisional,
+                hold_below=growing,
             )
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
             self._count_error(f"writing rebuilds failed: {exc}")
@@ -373,7 +389,7 @@ class Finalizer:
             if outcome.incomplete:  # look again later; past max_wait_s it is rebuilt as is
                 pending.due = now + self.quiet_s
                 if ident in throttled:
-                    pending.due = self._provisional_at[ident] + self.provisional_every_s
+                    pending.due = self._provisional[ident][0] + self.provisional_every_s
                 continue
             if pending.last_ingested_us == last_us:  # else new rows arrived: stay pending
                 if outcome.rebuilt is not None and not outcome.settled:
@@ -392,9 +408,9 @@ class Finalizer:
                 stamp = next(stamp_of)
                 if not outcome.settled:
                     self.stats.provisional_rebuilds += 1
-                    self._provisional_at[ident] = now
+                    self._provisional[ident] = (now, outcome.spans)
                     continue
-                self._provisional_at.pop(ident, None)
+                self._provisional.pop(ident, None)
                 if not outcome.complete:
                     self.stats.settled_incomplete += 1
                 rebuilt_at = stamp_iso(stamp)

@@ -85,6 +85,8 @@ class Outcome:
     settled: bool = True
     """Written as scoreable: complete, or not among the pass's ``provisional`` keys."""
     error: str = ""
+    spans: int = 0
+    """Spans read (0 when the session was not read)."""
 
 
 def rebuild_sessions(
@@ -95,6 +97,7 @@ def rebuild_sessions(
     catalogue: CatalogueFn | None = None,
     require_complete: Container[tuple[str, str]] = (),
     provisional: Container[tuple[str, str]] = (),
+    hold_below: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[list[Outcome], list[int]]:
     """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
 
@@ -104,19 +107,26 @@ def rebuild_sessions(
     that is not complete (:func:`is_complete`) is left alone and reported incomplete; every
     other session is rebuilt from what is there. One in ``provisional`` that is not complete is
     written unsettled (shown, not scored: the evaluation workers wait for a settled rebuild).
+    One in ``hold_below`` that misses a parent span and has fewer spans than its number is
+    left alone too (the finalizer's bound on provisional rebuilds of a growing turn).
     """
+    hold_below = hold_below or {}
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
     projects = list(dict.fromkeys(p for p, _, _ in keys))
     # Sessions that must be complete and still miss a parent span are known from span ids
     # alone: their rows are not read (a long turn runs for minutes before its root arrives).
-    held = {
-        (project_id, key)
-        for project_id in projects
-        for key in store.sessions.missing_parents(
-            project_id, [k for p, k, _ in keys if p == project_id and (p, k) in require_complete]
-        )
-    }
+    held: set[tuple[str, str]] = set()
+    for project_id in projects:
+        checked = [
+            k
+            for p, k, _ in keys
+            if p == project_id and ((p, k) in require_complete or (p, k) in hold_below)
+        ]
+        for key, (spans_in, missing) in store.sessions.parents(project_id, checked).items():
+            ident = (project_id, key)
+            if missing and (ident in require_complete or spans_in < hold_below[ident]):
+                held.add(ident)
     rows = {
         project_id: store.sessions.rows_of(
             project_id, [k for p, k, _ in keys if p == project_id and (p, k) not in held]
@@ -130,6 +140,7 @@ def rebuild_sessions(
             outcome.complete, outcome.incomplete = False, True
             continue
         spans, events = rows[project_id][key]
+        outcome.spans = len(spans)
         if not spans and not events:
             continue
         outcome.complete = complete = is_complete(spans, events)

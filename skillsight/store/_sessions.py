@@ -154,9 +154,15 @@ class Sessions:
     def missing_parents(self, project_id: str, session_keys: Sequence[str]) -> set[str]:
         """The sessions among these with a span whose parent span has not arrived (the first
         rule of completeness), from span ids alone: two narrow queries, no row read."""
+        return {
+            key for key, (_, missing) in self.parents(project_id, session_keys).items() if missing
+        }
+
+    def parents(self, project_id: str, session_keys: Sequence[str]) -> dict[str, tuple[int, bool]]:
+        """Per session with spans: (its spans, whether one's parent span has not arrived)."""
         keys = list(dict.fromkeys(session_keys))
         if not keys:
-            return set()
+            return {}
         owner: dict[str, str] = {}
         found = self._store.query(_SESSION_TRACES, {"project": project_id, "sessions": keys})
         for row in found:
@@ -173,7 +179,7 @@ class Sessions:
                 spans.setdefault(key, set()).add((trace, str(row["span_id"])))
                 if row["parent_span_id"]:
                     parents.setdefault(key, set()).add((trace, str(row["parent_span_id"])))
-        return {key for key, needed in parents.items() if not needed <= spans.get(key, set())}
+        return {key: (len(ids), not parents.get(key, set()) <= ids) for key, ids in spans.items()}
 
     def touched(self, since_us: int) -> list[TouchedSession]:
         """Every session with rows ingested after ``since_us`` (store clock). The trace
