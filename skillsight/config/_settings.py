@@ -8,67 +8,14 @@ with a :class:`~skillsight.errors.ConfigError` that names the variable and what 
 from __future__ import annotations
 
 import os
-import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from skillsight.errors import ConfigError
-
-DEFAULT_PROJECT = "default"
-
-
-SCOPES = ("ingest", "read", "admin")
-FULL_ACCESS = frozenset({"ingest", "read"})
-
-
-class ApiKeys(dict[str, str]):
-    """API key -> project, and each key's ``scopes`` (absent: ingest+read; see tenancy)."""
-
-    def __init__(self, keys: dict[str, str], scopes: dict[str, frozenset[str]]) -> None:
-        super().__init__(keys)
-        self.scopes = scopes
-
-
-def _parse_api_keys(raw: str) -> dict[str, str]:
-    keys: dict[str, str] = {}
-    scopes: dict[str, frozenset[str]] = {}
-    for item in filter(None, (part.strip() for part in raw.split(","))):
-        key, sep, rest = item.partition(":")
-        project, _, granted = rest.partition(":")
-        if not sep or not key or not project:
-            raise ValueError(f"{item!r} is not of the form key:project or key:project:scopes")
-        named = frozenset(s.strip() for s in granted.split("+"))
-        if granted and not named <= set(SCOPES):
-            raise ValueError(f"{item!r}: scopes are {', '.join(SCOPES)}, joined with '+'")
-        if granted:
-            scopes[key] = named
-        keys[key] = project
-    return ApiKeys(keys, scopes)
-
-
-def _parse_bool(raw: str) -> bool:
-    lowered = raw.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("expected true or false")
-
-
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "int": int,
-    "float": float,
-    "str": str,
-    "bool": _parse_bool,
-    "path": Path,
-    "api_keys": _parse_api_keys,
-}
-
-
-def _setting(default: Any, kind: str, help: str) -> Any:
-    return field(default=default, metadata={"kind": kind, "help": help})
+from skillsight.config._validate import validate
+from skillsight.config._values import parse, read_config_file, shown
+from skillsight.config._values import setting as _setting
 
 
 @dataclass(frozen=True)
@@ -313,16 +260,16 @@ class Settings:
         environ = os.environ if env is None else env
         values: dict[str, Any] = {}
         config_path = environ.get("SKILLSIGHT_CONFIG")
-        file_values = _read_config_file(Path(config_path)) if config_path else {}
+        file_values = read_config_file(Path(config_path)) if config_path else {}
         for spec in fields(cls):
             kind = spec.metadata["kind"]
             env_name = f"SKILLSIGHT_{spec.name.upper()}"
             if overrides and overrides.get(spec.name) is not None:
                 values[spec.name] = overrides[spec.name]
             elif env_name in environ:
-                values[spec.name] = _parse(env_name, environ[env_name], kind)
+                values[spec.name] = parse(env_name, environ[env_name], kind)
             elif spec.name in file_values:
-                values[spec.name] = _parse(
+                values[spec.name] = parse(
                     f"{config_path}: {spec.name}", str(file_values[spec.name]), kind
                 )
         settings = replace(cls(), **values)
@@ -330,116 +277,13 @@ class Settings:
         return settings
 
     def validate(self) -> None:
-        for name in ("port", "otlp_http_port", "otlp_grpc_port"):
-            port = getattr(self, name)
-            if not 0 <= port <= 65535:
-                raise ConfigError(f"{name}={port} is not a TCP port (0-65535)")
-        for name in (
-            "max_request_bytes",
-            "max_decompressed_bytes",
-            "queue_max_rows",
-            "batch_max_rows",
-            "max_attribute_bytes",
-            "max_attribute_depth",
-            "rebuild_poll_s",
-            "rebuild_batch_max",
-            "spool_max_bytes",
-            "ack_timeout_s",
-            "max_header_bytes",
-            "max_headers",
-            "read_timeout_s",
-            "request_read_timeout_s",
-            "max_connections",
-        ):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
-        for name in ("eval_concurrency", "eval_queue_max", "eval_retries", "eval_workers"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive (SKILLSIGHT_{name.upper()})")
-        if self.workers <= 0 or not 0 <= self.worker_index < self.workers:
-            raise ConfigError(
-                f"worker_index={self.worker_index} must be in 0..{self.workers - 1} "
-                "(SKILLSIGHT_WORKER_INDEX, SKILLSIGHT_WORKERS)"
-            )
-        if self.clickhouse_cluster and not self.clickhouse_url:
-            raise ConfigError(
-                "clickhouse_cluster needs a ClickHouse server: set SKILLSIGHT_CLICKHOUSE_URL too"
-            )
-        if not 0 <= self.eval_worker_index < self.eval_workers:
-            raise ConfigError(
-                f"eval_worker_index={self.eval_worker_index} must be in 0..{self.eval_workers - 1}"
-                " (SKILLSIGHT_EVAL_WORKER_INDEX, SKILLSIGHT_EVAL_WORKERS)"
-            )
-        for name in (
-            "rebuild_quiet_s",
-            "rebuild_max_wait_s",
-            "rebuild_settle_s",
-            "rebuild_catchup_s",
-        ):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")
-        self._validate_ingest()
-        if self.clickhouse_url and not self.clickhouse_url.startswith(
-            ("clickhouse://", "clickhouses://", "http://", "https://")
-        ):
-            raise ConfigError(
-                f"clickhouse_url {self.clickhouse_url!r} must look like "
-                "clickhouse://user:password@host:8123/database"
-            )
-        if not 0.0 <= self.judge_sample_rate <= 1.0:
-            raise ConfigError("judge_sample_rate must be in [0, 1] (SKILLSIGHT_JUDGE_SAMPLE_RATE)")
-        if self.judge_concurrency <= 0 or self.judge_daily_spend_usd < 0:
-            raise ConfigError(
-                "judge_concurrency must be positive and judge_daily_spend_usd not negative "
-                "(SKILLSIGHT_JUDGE_CONCURRENCY, SKILLSIGHT_JUDGE_DAILY_SPEND_USD)"
-            )
-        if self.judge_structured_output not in ("auto", "json_schema", "tool"):
-            raise ConfigError(
-                f"judge_structured_output={self.judge_structured_output!r}: expected auto, "
-                "json_schema or tool (SKILLSIGHT_JUDGE_STRUCTURED_OUTPUT)"
-            )
-
-    def _validate_ingest(self) -> None:
-        if self.ack not in ("auto", "spool", "commit", "memory"):
-            raise ConfigError(f"ack={self.ack!r}: expected auto, spool, commit or memory")
-        tls = (self.tls_certfile, self.tls_keyfile, self.tls_client_ca)
-        if bool(tls[0]) != bool(tls[1]) or (tls[2] and not tls[0]):
-            raise ConfigError("TLS needs SKILLSIGHT_TLS_CERTFILE and SKILLSIGHT_TLS_KEYFILE")
-        for path in filter(None, tls):
-            if not Path(path).is_file():
-                raise ConfigError(f"TLS file {path!r} is not a readable file")
-        if self.ingest_future_s < 0 or self.project_burst_s <= 0:
-            raise ConfigError("ingest_future_s must be >= 0 and project_burst_s > 0")
+        """Raise :class:`ConfigError` naming the setting when a value cannot work."""
+        validate(self)
 
     @staticmethod
     def describe() -> list[tuple[str, str, str]]:
         """(env var, default, help) of every setting, for docs and ``--help``."""
         return [
-            (f"SKILLSIGHT_{s.name.upper()}", _shown(s.default), s.metadata["help"])
+            (f"SKILLSIGHT_{s.name.upper()}", shown(s.default), s.metadata["help"])
             for s in fields(Settings)
         ]
-
-
-def _shown(default: Any) -> str:
-    if default is None or default == "":
-        return "(unset)"
-    return str(default)
-
-
-def _parse(source: str, raw: str, kind: str) -> Any:
-    try:
-        return _PARSERS[kind](raw)
-    except ValueError as exc:
-        raise ConfigError(f"{source}={raw!r}: {exc} (expected {kind})") from exc
-
-
-def _read_config_file(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"SKILLSIGHT_CONFIG={path}: {exc}") from exc
-    section = data.get("skillsight", data)
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: expected a [skillsight] table")
-    return section
