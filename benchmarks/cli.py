@@ -142,19 +142,47 @@ def bench_rebuild(
         int, typer.Option("--sessions", help="Short sessions for the throughput run.")
     ] = 200,
     repeat: Annotated[int, typer.Option("--repeat", help="Timed runs (median).")] = 5,
+    turn_steps: Annotated[
+        int,
+        typer.Option(
+            "--turn-steps",
+            help="Steps of a long turn whose rows arrive in batches (0 skips it).",
+        ),
+    ] = 10_000,
+    batches: Annotated[int, typer.Option("--batches", help="Batches the turn arrives in.")] = 100,
+    per_batch: Annotated[
+        bool,
+        typer.Option(
+            "--per-batch", help="Also replay a provisional rebuild after every batch (slow)."
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
 ) -> None:
     """Measure rebuild time of a long session (algorithm alone, and store read + algorithm +
-    write) and activations rebuilt per CPU-second, on a fresh embedded store.
+    write), activations rebuilt per CPU-second, and the rebuild work of a long turn arriving in
+    batches against one rebuild of it, on fresh embedded stores.
 
-    Example: skillsight bench rebuild --steps 1000
+    Example: skillsight bench rebuild --steps 1000 --turn-steps 10000 --batches 100
     """
     from benchmarks.rebuild import run_rebuild_bench
+    from benchmarks.rebuild_long import run_long_session_bench
 
     try:
         report = run_rebuild_bench(steps=steps, sessions=sessions, repeat=repeat, console=console)
+        if turn_steps:
+            turn = run_long_session_bench(steps=turn_steps, batches=batches, per_batch=per_batch)
+            report["long_turn"] = turn
+            for policy in ("bounded", "per_batch"):
+                if policy in turn:
+                    r = turn[policy]
+                    console.print(
+                        f"turn of {turn_steps:,} steps in {turn['batches']} batches, {policy}: "
+                        f"{r['provisional_rebuilds']} provisional rebuilds, "
+                        f"{r['total_cpu_s']} CPU-s in all = {r['ratio']}x one rebuild "
+                        f"({r['one_rebuild_cpu_s']} CPU-s)"
+                    )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

@@ -1,0 +1,120 @@
+"""``skillsight bench rebuild --long``: a long turn whose rows arrive in batches.
+
+One synthetic Claude Code turn of ``steps`` steps (:mod:`benchmarks.sessions`) reaches the store
+in ``batches`` batches, its root span (sent when the turn ends) last. After each batch the
+session is due, as in the finalizer past ``max_wait_s``: it is rebuilt provisionally for the
+display under the finalizer's policy — again only once its spans have grown
+``provisional_growth`` times (the finalizer also waits ``provisional_every_s`` between two; this
+replays the worst case, every batch due at once). The root makes it complete and it is rebuilt
+settled. The total CPU of that rebuild work (store reads, rebuilds, writes; not the inserts) is
+compared with one rebuild of the whole session. ``per_batch`` also replays the policy before
+(a provisional rebuild after every batch), quadratic in the turn's length.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.rebuild import raw_tables
+from benchmarks.sessions import synthetic_session
+from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
+from skillsight.store import EmbeddedStore, Store
+
+PROJECT = "long"
+
+
+def _batches(steps: int, batches: int, key: str) -> tuple[list[Any], Any]:
+    """The turn's rows in arrival order, cut into batches, and its root span's rows."""
+    spans, events = synthetic_session(steps, skill_every=10, seed=11, session_id=key)
+    root = [s for s in spans if not s["parent_span_id"]]
+    rows = sorted(
+        [("span", s, int(s["start_time_unix_nano"])) for s in spans if s["parent_span_id"]]
+        + [("event", e, int(e["time_unix_nano"])) for e in events],
+        key=lambda r: r[2],
+    )
+    size = -(-len(rows) // batches)
+    out = []
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
+        out.append(
+            raw_tables(
+                PROJECT,
+                [r[1] for r in chunk if r[0] == "span"],
+                [r[1] for r in chunk if r[0] == "event"],
+            )
+        )
+    return out, raw_tables(PROJECT, root, [])
+
+
+def _insert(store: Store, tables: Any) -> None:
+    spans, events = tables
+    if spans.num_rows:
+        store.spans.insert(spans)
+    if events.num_rows:
+        store.events.insert(events)
+
+
+def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str, Any]:
+    """CPU seconds of the rebuild work; ``growth`` None: a provisional rebuild per batch."""
+    rebuild = default_rebuild()
+    key = "00000000-0000-4000-8000-00000000long"
+    ident = (PROJECT, key)
+    with tempfile.TemporaryDirectory(prefix="skillsight-bench-long-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "store")
+        try:
+            store.migrate()
+            cpu, provisional, last_spans = 0.0, 0, 0
+            for tables in batches:
+                _insert(store, tables)
+                hold = {ident: int(last_spans * growth)} if growth and last_spans else {}
+                started = time.process_time()
+                outcomes, _ = rebuild_sessions(
+                    store,
+                    [(PROJECT, key, 0)],
+                    rebuild=rebuild,
+                    provisional={ident},
+                    hold_below=hold,
+                )
+                cpu += time.process_time() - started
+                if outcomes[0].rebuilt is not None:
+                    provisional += 1
+                    last_spans = outcomes[0].spans
+            _insert(store, root)
+            started = time.process_time()
+            outcomes, _ = rebuild_sessions(
+                store, [(PROJECT, key, 0)], rebuild=rebuild, require_complete={ident}
+            )
+            cpu += time.process_time() - started
+            assert outcomes[0].complete and outcomes[0].rebuilt is not None
+            whole = []
+            for _ in range(3):  # the same session rebuilt whole, all its rows in
+                started = time.process_time()
+                rebuild_sessions(store, [(PROJECT, key, 0)], rebuild=rebuild)
+                whole.append(time.process_time() - started)
+        finally:
+            store.close()
+    one = sorted(whole)[1]
+    return {
+        "provisional_rebuilds": provisional,
+        "total_cpu_s": round(cpu, 2),
+        "one_rebuild_cpu_s": round(one, 2),
+        "ratio": round(cpu / one, 2),
+    }
+
+
+def run_long_session_bench(
+    *, steps: int = 10_000, batches: int = 100, per_batch: bool = False, growth: float = 2.0
+) -> dict[str, Any]:
+    """The bounded policy (and, ``per_batch``, the one before) over the same arrival."""
+    parts, root = _batches(steps, batches, "00000000-0000-4000-8000-00000000long")
+    report: dict[str, Any] = {
+        "steps": steps,
+        "batches": len(parts),
+        "bounded": _replay(parts, root, growth=growth),
+    }
+    if per_batch:
+        report["per_batch"] = _replay(parts, root, growth=None)
+    return report
