@@ -180,7 +180,8 @@ def _pca_bench(
     vectors = with_causes(failures, texts, RunOptions().cause_weight)
     out = []
     for reduce_to in dims:
-        fitted = fit(vectors, FitOptions(reduce_to=reduce_to))
+        groups = [f.skill_name for f in failures]
+        fitted = fit(vectors, FitOptions(reduce_to=reduce_to), groups=groups)
         membership = {
             f.activation_id: str(int(k))
             for f, k in zip(failures, fitted.labels, strict=True)
@@ -238,8 +239,9 @@ def online_bench(
         )
     # the in-process part alone: failure text, embedding (a new text), nearest exemplar
     seed = scored[0]
+    skill = skill_name(seed.activation.skill_name, 3)
     activation, evaluations = clone(
-        seed, rng, skill="fresh-skill", started_us=time.time_ns() // 1000, noise=False
+        seed, rng, skill=skill, started_us=time.time_ns() // 1000, noise=False
     )
     failed = [e for e in evaluations if e.passed is False]
     times = []
@@ -247,16 +249,16 @@ def online_bench(
         began = time.perf_counter()
         text = failure_text(activation, failed)
         vector = embed_texts(embedder, [f"{text.text} #{i}"])
-        causes = cause_features(text.kinds, text.evaluators, activation.skill_name)
-        index.nearest(combined(vector, causes, RunOptions().cause_weight))
+        causes = cause_features(text.kinds, text.evaluators)
+        index.nearest(combined(vector, causes, RunOptions().cause_weight), [skill])
         times.append((time.perf_counter() - began) * 1000)
     cached = []  # an instance of a known pattern: its normalized text was embedded before
     for _ in range(50):
         began = time.perf_counter()
         text = failure_text(activation, failed)
         vector = embed_texts(embedder, [text.text])
-        causes = cause_features(text.kinds, text.evaluators, activation.skill_name)
-        index.nearest(combined(vector, causes, RunOptions().cause_weight))
+        causes = cause_features(text.kinds, text.evaluators)
+        index.nearest(combined(vector, causes, RunOptions().cause_weight), [skill])
         cached.append((time.perf_counter() - began) * 1000)
     out["in_process_known_text_ms"] = {
         "median": round(statistics.median(cached[1:]), 3),

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -24,17 +27,20 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from benchmarks.clustering_corpus import CLEAN, PATTERNS, Corpus, Item, failed
+from demo.scripted_openai import Json, ScriptedOpenAI
 from skillsight.api import create_app
 from skillsight.cli import app as cli_app
 from skillsight.clustering import (
     Clusterer,
     RunSummary,
+    advise,
     clusterer_options,
     run_clustering,
     run_options,
 )
 from skillsight.config import Settings
 from skillsight.evaluators import default_embedder
+from skillsight.evaluators.judges import JudgeClient, JudgeSettings
 from skillsight.reports import set_cluster_status
 from skillsight.runtime import Services, build_services
 from skillsight.store import EmbeddedStore
@@ -303,3 +309,42 @@ def test_the_cli_lists_shows_acknowledges_and_resolves(world: World, served: str
         cli_app, ["clusters", "show", "cl_000000000000", "--api", served, "--key", KEY]
     )
     assert missing.exit_code == 1 and "no cluster" in missing.output
+
+
+def test_the_docs_example_runs() -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "clusters.md").read_text()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(example, "docs/clusters.md", "exec"), {})
+
+
+def test_a_judge_model_advises_on_the_most_pressing_clusters_once(
+    world: World, api: TestClient
+) -> None:
+    def answer(body: dict[str, Any]) -> list[Json]:
+        prompt = body["messages"][-1]["content"]
+        exemplar = re.search(r"activation ([0-9a-f]{32}) \(skill", prompt)
+        assert exemplar is not None and "====" in prompt and "skill contract" in prompt
+        advice = {
+            "label": "the skill runs a tool its contract does not allow",
+            "fix": "Declare the tool in allowed-tools, or do the work with Read.",
+            "layer": "allowed_tools",
+            "activation_id": exemplar.group(1),
+            "cited_steps": [4, 999],  # 999 is no step of the exemplar
+        }
+        return [Json(advice)]
+
+    server = ScriptedOpenAI(answer)
+    with server as url:
+        judge = JudgeSettings(model="openai/advice-test", api_base=url, api_key="k", max_attempts=1)
+        client = JudgeClient(judge)
+        assert advise(world.store, PROJECT, client, limit=2) == 2
+        assert len(server.model_requests) == 2
+        assert advise(world.store, PROJECT, client, limit=10) == len(PATTERNS) - 2
+        assert advise(world.store, PROJECT, client, limit=10) == 0  # nothing changed since
+    listed = api.get("/api/v1/clusters").json()
+    detail = api.get(f"/api/v1/clusters/{listed[0]['cluster_id']}").json()
+    assert detail["suggested_fix"] == "Declare the tool in allowed-tools, or do the work with Read."
+    advice = detail["advice"]
+    assert (advice["layer"], advice["model"]) == ("allowed_tools", "openai/advice-test")
+    assert advice["cited_activation"] in detail["exemplar_activation_ids"]
+    assert 999 not in advice["cited_steps"]

@@ -193,6 +193,9 @@ def clusters_show(
     console.print(f"exemplars {', '.join(found['exemplar_activation_ids'])}")
     if found["note"]:
         console.print(f"note: {escape(found['note'])}")
+    if found.get("suggested_fix"):
+        advice = found["advice"]
+        console.print(f"suggested fix ({advice['layer']}): {escape(found['suggested_fix'])}")
     table = Table()
     table.add_column("activation", no_wrap=True, min_width=32)
     table.add_column("started", no_wrap=True)

@@ -10,6 +10,7 @@ on-call engineer drives: new, acknowledged, resolved, regressed. ``docs/clusters
 
 from __future__ import annotations
 
+from skillsight.clustering._advice import Advice, advise, basis_of
 from skillsight.clustering._assign import Assigned, ExemplarIndex, assign_failures
 from skillsight.clustering._collect import (
     Failure,
@@ -61,6 +62,7 @@ __all__ = [
     "SETTABLE",
     "SEVERITY_ORDER",
     "STATUSES",
+    "Advice",
     "Assigned",
     "Before",
     "Cause",
@@ -80,7 +82,9 @@ __all__ = [
     "RunSummary",
     "Thresholds",
     "Trend",
+    "advise",
     "assign_failures",
+    "basis_of",
     "bucket_counts",
     "cause_features",
     "cause_of",

@@ -31,28 +31,43 @@ class ExemplarIndex:
     run: RunRow | None
     matrix: Matrix
     owners: tuple[str, ...]
+    skills: tuple[str, ...] = ()
+    """The skill of each exemplar's cluster (clusters never span skills)."""
 
     @classmethod
     def load(cls, store: Store, project_id: str) -> ExemplarIndex:
         run = store.clusters.latest_run(project_id)
         blobs: list[bytes] = []
         owners: list[str] = []
+        skills: list[str] = []
         if run is not None:
             for row in store.clusters.get(project_id, with_vectors=True):
                 if row["active"] and row["run_id"] == run["run_id"]:
                     blobs += row["exemplars"]
                     owners += [row["cluster_id"]] * len(row["exemplars"])
+                    skills += [row["skills"][0] if row["skills"] else ""] * len(row["exemplars"])
         matrix = unpack_all(blobs, len(blobs[0]) // 2) if blobs else np.zeros((0, 0), np.float32)
-        return cls(run, matrix, tuple(owners))
+        return cls(run, matrix, tuple(owners), tuple(skills))
 
-    def nearest(self, vectors: Matrix) -> list[tuple[str, float]]:
-        """Per row of ``vectors``, the cluster of the nearest exemplar and the cosine distance
-        to it (``("", 2.0)`` when there are no clusters)."""
+    def nearest(
+        self, vectors: Matrix, skills: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Per row of ``vectors``, the cluster of the nearest exemplar (of a cluster of the
+        row's skill, given ``skills``) and the cosine distance to it (``("", 2.0)`` when there
+        is none)."""
         if not len(self.owners) or not len(vectors) or self.matrix.shape[1] != vectors.shape[1]:
             return [("", 2.0)] * len(vectors)
         similarity = vectors @ self.matrix.T
+        if skills is not None:
+            mine = np.array(self.skills)[None, :] == np.array(list(skills))[:, None]
+            similarity = np.where(mine, similarity, -2.0)
         best = np.argmax(similarity, axis=1)
-        return [(self.owners[int(j)], float(1.0 - similarity[i, j])) for i, j in enumerate(best)]
+        return [
+            (self.owners[int(j)], float(1.0 - similarity[i, j]))
+            if similarity[i, j] > -2.0
+            else ("", 2.0)
+            for i, j in enumerate(best)
+        ]
 
 
 @dataclass(frozen=True)
@@ -76,16 +91,24 @@ def assign_failures(
     now_us: int | None = None,
 ) -> list[Assigned]:
     """Assign those of ``activation_ids`` that fail now (the others are left alone) and
-    record it: membership rows, the failure texts, and regressions."""
-    now = now_us if now_us is not None else time.time_ns() // 1000
+    record it: membership rows first (the assignment), then the failure texts and regressions.
+    ``now_us`` stamps the rows (default: the moment they are written)."""
     failing = failing_now(store, project_id, 0, thresholds, activation_ids)
     if not failing:
         return []
     stored = store.failures.stored(project_id, 0, list(failing))
+    texts_to_store: list[dict[str, Any]] = []
     failures, texts = with_vectors(
-        store, embedder, project_id, failing, stored, scored=thresholds.scored
+        store,
+        embedder,
+        project_id,
+        failing,
+        stored,
+        scored=thresholds.scored,
+        pending=texts_to_store,
     )
-    nearest = index.nearest(with_causes(failures, texts, cause_weight))
+    vectors = with_causes(failures, texts, cause_weight)
+    nearest = index.nearest(vectors, [f.skill_name for f in failures])
     run = index.run
     counted = {
         a
@@ -109,14 +132,19 @@ def assign_failures(
                 "skill_name": failure.skill_name,
                 "skill_version": failure.skill_version,
                 "started_at": failure.started_us,
-                "assigned_at": now,
+                "assigned_at": 0,
             }
         )
         if joined:
             newest[joined] = max(newest.get(joined, 0), failure.started_us)
+    now = now_us if now_us is not None else time.time_ns() // 1000
+    for member in members:
+        member["assigned_at"] = now
     store.clusters.write_members(project_id, members)
+    store.failures.write(project_id, texts_to_store)
     changes = []
-    for cluster_id, current in store.clusters.statuses(project_id, list(newest)).items():
+    statuses = store.clusters.statuses(project_id, list(newest)) if newest else {}
+    for cluster_id, current in statuses.items():
         change = regressed_by(ClusterState.of(current), newest[cluster_id], now)
         if change is not None:
             changes.append(change.row(cluster_id))

@@ -14,6 +14,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -129,12 +130,14 @@ def with_vectors(
     stored: Sequence[StoredFailure],
     *,
     scored: Sequence[str] = (),
+    pending: list[dict[str, Any]] | None = None,
 ) -> tuple[list[Failure], Matrix]:
     """The failures of ``failing``, in activation-id order, and their vectors: stored ones
     reused when their source is unchanged, the others built, embedded and stored now (a few
     thousand at a time). An activation whose record or evaluations are gone meanwhile keeps
     its stored text, or is left out when it has none. ``scored`` are the evaluators whose
-    passing rows may fail by a threshold (:attr:`Thresholds.scored`)."""
+    passing rows may fail by a threshold (:attr:`Thresholds.scored`). Given ``pending``, the
+    new ``failures`` rows are appended there for the caller to write, instead of written."""
     known = {s["activation_id"]: s for s in stored}
     keys = {a: source_key(rows) for a, rows in failing.items()}
     model = getattr(embedder, "name", "")
@@ -146,7 +149,7 @@ def with_vectors(
     built: dict[str, tuple[Failure, bytes]] = {}
     for start in range(0, len(fresh), _CHUNK):
         chunk = {a: failing[a] for a in fresh[start : start + _CHUNK]}
-        built.update(_build(store, embedder, project_id, chunk, keys, scored))
+        built.update(_build(store, embedder, project_id, chunk, keys, scored, pending))
     order = sorted(failing)
     failures: list[Failure] = []
     blobs: list[bytes] = []
@@ -168,7 +171,7 @@ def with_causes(failures: Sequence[Failure], vectors: Matrix, weight: float) -> 
     """The failures' text vectors with their cause features appended (see ``combined``)."""
     if weight <= 0 or not failures:
         return vectors
-    causes = np.vstack([cause_features(f.kinds, f.evaluators, f.skill_name) for f in failures])
+    causes = np.vstack([cause_features(f.kinds, f.evaluators) for f in failures])
     return combined(vectors, causes, weight)
 
 
@@ -194,6 +197,7 @@ def _build(
     failing: Mapping[str, Sequence[FailingEvaluation]],
     keys: Mapping[str, str],
     scored: Sequence[str],
+    pending: list[dict[str, Any]] | None,
 ) -> dict[str, tuple[Failure, bytes]]:
     if not failing:
         return {}
@@ -258,7 +262,10 @@ def _build(
                 "computed_at": now_us,
             }
         )
-    store.failures.write(project_id, rows_out)
+    if pending is None:
+        store.failures.write(project_id, rows_out)
+    else:
+        pending += rows_out
     return out
 
 

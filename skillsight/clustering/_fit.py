@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,22 +69,49 @@ def project(vectors: Matrix, dims: int) -> Matrix:
     return out
 
 
-def fit(vectors: Matrix, options: FitOptions) -> Fitted:
-    """Cluster normalized row vectors; fewer rows than ``min_cluster_size`` are all noise."""
-    import hdbscan  # type: ignore[import-untyped]  # no stubs; a heavy import, paid on first run
-
+def fit(vectors: Matrix, options: FitOptions, groups: Sequence[str] | None = None) -> Fitted:
+    """Cluster normalized row vectors; ``groups`` (one name per row, the skills) are clustered
+    apart, so no cluster spans two groups. A group of fewer rows than ``min_cluster_size`` is
+    all noise. The projection is fitted on all rows at once."""
     started = time.perf_counter()
     rows = len(vectors)
+    labels = np.full(rows, -1, dtype=np.intp)
+    probabilities = np.zeros(rows, dtype=np.float64)
     if rows < max(options.min_cluster_size, 2):
-        empty = np.full(rows, -1, dtype=np.intp)
-        return Fitted(empty, np.zeros(rows), vectors.shape[1] if rows else 0, 0.0)
+        return Fitted(labels, probabilities, vectors.shape[1] if rows else 0, 0.0)
     space = project(vectors, options.reduce_to)
+    members = [np.arange(rows)] if groups is None else _grouped(groups)
+    for rows_of in members:
+        if len(rows_of) < options.min_cluster_size:
+            continue  # too few to make a cluster of: all novel
+        found, strength = _hdbscan(space[rows_of], options)
+        offset = int(labels.max()) + 1
+        labels[rows_of] = np.where(found >= 0, found + offset, -1)
+        probabilities[rows_of] = strength
+    if options.merge_similarity > 0:
+        labels = merge_close(vectors, labels, options.merge_similarity, groups=groups)
+    return Fitted(labels, probabilities, space.shape[1], time.perf_counter() - started)
+
+
+def _grouped(groups: Sequence[str]) -> list[npt.NDArray[np.intp]]:
+    by_group: dict[str, list[int]] = {}
+    for row, group in enumerate(groups):
+        by_group.setdefault(group, []).append(row)
+    return [np.asarray(rows, dtype=np.intp) for rows in by_group.values()]
+
+
+def _hdbscan(space: Matrix, options: FitOptions) -> tuple[Labels, npt.NDArray[np.float64]]:
+    import hdbscan  # type: ignore[import-untyped]  # no stubs; a heavy import, paid on first run
+
     clusterer = hdbscan.HDBSCAN(
         min_cluster_size=options.min_cluster_size,
         min_samples=options.min_samples,
         cluster_selection_epsilon=options.selection_epsilon,
         core_dist_n_jobs=options.jobs,
         metric="euclidean",
+        # one skill often fails one way only: its whole group is then one cluster, which
+        # HDBSCAN otherwise never selects (points that leave it early stay noise either way)
+        allow_single_cluster=True,
     )
     with warnings.catch_warnings():
         # hdbscan passes arguments sklearn has deprecated; nothing the caller can act on
@@ -91,20 +119,29 @@ def fit(vectors: Matrix, options: FitOptions) -> Fitted:
         warnings.simplefilter("ignore", category=DeprecationWarning)
         clusterer.fit(np.ascontiguousarray(space, dtype=np.float64))
     labels = np.asarray(clusterer.labels_, dtype=np.intp)
-    if options.merge_similarity > 0:
-        labels = merge_close(vectors, labels, options.merge_similarity)
-    probabilities = np.asarray(clusterer.probabilities_, dtype=np.float64)
-    return Fitted(labels, probabilities, space.shape[1], time.perf_counter() - started)
+    return labels, np.asarray(clusterer.probabilities_, dtype=np.float64)
 
 
-def merge_close(vectors: Matrix, labels: Labels, min_similarity: float) -> Labels:
+def merge_close(
+    vectors: Matrix,
+    labels: Labels,
+    min_similarity: float,
+    *,
+    groups: Sequence[str] | None = None,
+) -> Labels:
     """``labels`` with clusters joined (transitively) whose centroids' cosine is at least
-    ``min_similarity``, renumbered from 0 in order of first appearance; noise stays -1."""
+    ``min_similarity`` and, given ``groups``, whose members share a group; renumbered from 0
+    in order of first appearance; noise stays -1."""
     found = [int(k) for k in dict.fromkeys(labels.tolist()) if k >= 0]
     if len(found) < 2:
         return labels
     centroids = np.stack([centroid(vectors[labels == k]) for k in found])
-    similar = centroids @ centroids.T
+    similar = centroids @ centroids.T >= min_similarity
+    if groups is not None:
+        first = {int(k): i for i, k in reversed(list(enumerate(labels.tolist()))) if k >= 0}
+        names = {name: code for code, name in enumerate(dict.fromkeys(groups))}
+        codes = np.array([names[groups[first[k]]] for k in found])
+        similar &= codes[:, None] == codes[None, :]
     parent = list(range(len(found)))
 
     def root(i: int) -> int:
@@ -113,7 +150,7 @@ def merge_close(vectors: Matrix, labels: Labels, min_similarity: float) -> Label
             i = parent[i]
         return i
 
-    for i, j in zip(*np.nonzero(np.triu(similar >= min_similarity, k=1)), strict=True):
+    for i, j in zip(*np.nonzero(np.triu(similar, k=1)), strict=True):
         parent[root(int(j))] = root(int(i))
     renumber: dict[int, int] = {}
     mapping = {k: renumber.setdefault(root(i), len(renumber)) for i, k in enumerate(found)}

@@ -101,7 +101,9 @@ def run_clustering(
     vectors = with_causes(failures, texts, options.cause_weight)
     seconds["collect"], clock = time.perf_counter() - clock, time.perf_counter()
 
-    fitted = fit(vectors, options.fit)
+    # each skill apart: two skills failing alike are two clusters, each with its owner,
+    # versions and fix (and no cluster's "first bad version" mixes two skills' versions)
+    fitted = fit(vectors, options.fit, groups=[f.skill_name for f in failures])
     seconds["fit"], clock = time.perf_counter() - clock, time.perf_counter()
 
     previous = store.clusters.latest_run(project_id)

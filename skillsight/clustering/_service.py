@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from skillsight.clustering._advice import advise
 from skillsight.clustering._assign import ExemplarIndex, assign_failures
 from skillsight.clustering._run import RunOptions, RunSummary, run_clustering
 from skillsight.errors import SkillsightError
 from skillsight.evaluators import Embedder, default_embedder
+from skillsight.evaluators.judges import JudgeClient, JudgeSettings
 from skillsight.evaluators.scheduler import partition_of
 from skillsight.store import FailedSince, Store
 
@@ -39,6 +41,7 @@ _OVERLAP_US = 5_000_000
 _TICK_S = 30.0  # how often the run loop looks for projects due a run
 _BATCH = 2_000  # failures assigned per poll at most
 _DRAIN_S = 60.0  # how long leaving waits for a run or a pass in progress
+_INDEX_CHECK_S = 5.0  # how often a project's latest run is checked for one of another process
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class ClustererOptions:
     catchup_s: float = 600.0
     """At start, assign failures scored this far back."""
     worker: tuple[int, int] = (0, 1)
+    advice: JudgeSettings | None = None
+    """The judge model that advises on clusters after each run (None: no advice)."""
+    advice_limit: int = 10
+    """Clusters advised on per run at most (the most pressing first)."""
 
 
 @dataclass
@@ -84,12 +91,15 @@ class Clusterer:
         self.stats = ClustererStats()
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._indexes: dict[str, ExemplarIndex] = {}
+        self._index_checked: dict[str, float] = {}
         self._handled: dict[tuple[str, str], int] = {}
         self._watermark_us = 0
         self._projects: list[str] = []
         self._projects_at = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        advice = self.options.advice
+        self._advisor = JudgeClient(advice) if advice is not None else None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -157,6 +167,14 @@ class Clusterer:
             self._indexes[project_id] = await asyncio.to_thread(
                 ExemplarIndex.load, self.store, project_id
             )
+            if self._advisor is not None:
+                await asyncio.to_thread(
+                    advise,
+                    self.store,
+                    project_id,
+                    self._advisor,
+                    limit=self.options.advice_limit,
+                )
         self.stats.runs += 1
         self.stats.run_failures += summary.failures
         self.stats.last_runs[project_id] = {
@@ -256,8 +274,13 @@ class Clusterer:
         return done
 
     def _index(self, project_id: str) -> ExemplarIndex:
-        """The project's exemplars, reloaded when another process committed a newer run."""
+        """The project's exemplars, reloaded when another process committed a newer run
+        (looked for at most every ``_INDEX_CHECK_S``)."""
         cached = self._indexes.get(project_id)
+        checked = self._index_checked.get(project_id, 0.0)
+        if cached is not None and time.monotonic() - checked < _INDEX_CHECK_S:
+            return cached
+        self._index_checked[project_id] = time.monotonic()
         latest = self.store.clusters.latest_run(project_id)
         latest_id = latest["run_id"] if latest else ""
         if cached is not None and (cached.run["run_id"] if cached.run else "") == latest_id:

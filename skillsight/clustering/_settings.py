@@ -8,6 +8,7 @@ from skillsight.clustering._run import RunOptions
 from skillsight.clustering._service import ClustererOptions
 from skillsight.config import Settings
 from skillsight.errors import ConfigError
+from skillsight.evaluators.judges import judge_settings
 
 
 def clusterer_options(settings: Settings, *, worker: tuple[int, int] = (0, 1)) -> ClustererOptions:
@@ -21,6 +22,7 @@ def clusterer_options(settings: Settings, *, worker: tuple[int, int] = (0, 1)) -
         poll_s=settings.cluster_assign_poll_s,
         max_distance=settings.cluster_assign_max_distance,
         worker=worker,
+        advice=judge_settings(settings) if settings.judge_model else None,
     )
 
 

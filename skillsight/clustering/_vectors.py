@@ -56,23 +56,15 @@ def unpack_all(blobs: Iterable[bytes], dims: int) -> Matrix:
     return normalized(matrix)
 
 
-def cause_features(
-    kinds: Sequence[str], evaluators: Sequence[str], skill: str = "", dims: int = 256
-) -> Matrix:
-    """How a failure failed, and where: one row of two unit-length blocks. The first is the
-    failing evaluators and finding kinds as a signed hashed bag (failures that fail the same
-    way share it, others are near orthogonal; the sign bit makes the rare colliding tokens
-    cancel rather than add up); the second is the skill, hashed one-hot (empty without one).
-    Two skills that fail alike are two clusters: each has its own owner, versions and fix."""
-    bag = np.zeros((1, dims), dtype=np.float32)
+def cause_features(kinds: Sequence[str], evaluators: Sequence[str], dims: int = 256) -> Matrix:
+    """The failing evaluators and finding kinds as a signed hashed bag (one row, unit
+    length): failures that fail the same way share it, others are near orthogonal (the sign
+    bit makes the rare colliding tokens cancel rather than add up)."""
+    row = np.zeros((1, dims), dtype=np.float32)
     for token in (*evaluators, *kinds):
         digest = zlib.crc32(token.encode())
-        bag[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
-    where = np.zeros((1, dims), dtype=np.float32)
-    if skill:
-        where[0, zlib.crc32(skill.encode()) % dims] = 1.0
-    out: Matrix = np.hstack([normalized(bag), where])
-    return out
+        row[0, digest % dims] += 1.0 if digest & 0x80000000 else -1.0
+    return normalized(row)
 
 
 def combined(text_vectors: Matrix, causes: Matrix, weight: float) -> Matrix:

@@ -83,6 +83,21 @@ class ClusterMemberOut(BaseModel):
     distance: float = Field(description="cosine distance to the cluster (centre or exemplar)")
 
 
+class ClusterAdviceOut(BaseModel):
+    """A judge model's advice on the cluster (when one is configured)."""
+
+    label: str = Field(description="the pattern in a sentence")
+    fix: str
+    layer: str = Field(
+        description="skill_description, skill_body, allowed_tools, agent_prompt or integration"
+    )
+    cited_activation: str = Field(description="the exemplar the citation is from")
+    cited_steps: list[int] = Field(description="steps of that exemplar (only existing ones)")
+    model: str
+    error: str = Field(description="why there is no advice, when the call failed")
+    created_at: str
+
+
 class ClusterDetailOut(ClusterOut):
     """A cluster with a page of its members and what fails in them."""
 
@@ -92,8 +107,9 @@ class ClusterDetailOut(ClusterOut):
     hourly: list[int] = Field(description="members per hour over the last 48 hours, oldest first")
     daily: list[int] = Field(description="members per day over the window, oldest first")
     suggested_fix: str | None = Field(
-        default=None, description="null: no judge model is configured to suggest one"
+        default=None, description="the judge model's fix; null without one (or before it ran)"
     )
+    advice: ClusterAdviceOut | None = None
 
 
 class ClusterRefOut(BaseModel):
@@ -164,6 +180,21 @@ def cluster_detail(
     status = store.clusters.statuses(project_id, [cluster_id]).get(cluster_id)
     cluster = _cluster_out(row, status, online, now)
     members = store.clusters.members(project_id, cluster_id, run, limit=limit, offset=offset)
+    advice = store.clusters.advice(project_id, [cluster_id]).get(cluster_id)
+    advised = (
+        ClusterAdviceOut(
+            label=advice["label"],
+            fix=advice["fix"],
+            layer=advice["layer"],
+            cited_activation=advice["cited_activation"],
+            model=advice["model"],
+            error=advice["error"],
+            cited_steps=list(advice["cited_steps"]),
+            created_at=iso_us(advice["created_at"]),
+        )
+        if advice
+        else None
+    )
     return ClusterDetailOut(
         **cluster.model_dump(),
         members=[
@@ -182,6 +213,8 @@ def cluster_detail(
         kinds=json.loads(row["kinds"] or "{}"),
         hourly=_hourly(row, online, now),
         daily=list(row["daily"]),
+        suggested_fix=advised.fix if advised and advised.fix else None,
+        advice=advised,
     )
 
 
@@ -319,6 +352,7 @@ def _us(iso: str) -> int:
 
 __all__ = [
     "OPEN",
+    "ClusterAdviceOut",
     "ClusterDetailOut",
     "ClusterMemberOut",
     "ClusterNotFound",

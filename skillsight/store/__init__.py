@@ -4,7 +4,14 @@ repository per table returning typed records. Every SQL statement of the service
 from __future__ import annotations
 
 from skillsight.config import Settings
-from skillsight.store._clusters import ClusterRow, MemberRow, OnlineCounts, RunRow, StatusRow
+from skillsight.store._clusters import (
+    AdviceRow,
+    ClusterRow,
+    MemberRow,
+    OnlineCounts,
+    RunRow,
+    StatusRow,
+)
 from skillsight.store._dead_letters import DeadLetter
 from skillsight.store._embedded import EmbeddedStore
 from skillsight.store._evaluations import EvaluationRow
@@ -46,6 +53,7 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 
 __all__ = [
+    "AdviceRow",
     "MAX_PARTITIONS_PER_INSERT",
     "METRIC_COLUMNS",
     "ClusterRow",

@@ -58,6 +58,7 @@ SHARDING_KEYS: dict[str, str] = {
     "skills": "cityHash64(project_id, name)",
     "clusters": "cityHash64(project_id, cluster_id)",
     "cluster_status": "cityHash64(project_id, cluster_id)",
+    "cluster_advice": "cityHash64(project_id, cluster_id)",
     "cluster_runs": "cityHash64(project_id, run_id)",
     "ingest_dead_letters": "cityHash64(project_id, item_id)",
     "golden_sets": "cityHash64(project_id, set_id)",

@@ -1,5 +1,5 @@
-"""Failure clusters (migration 0009): ``clusters``, ``cluster_members``, ``cluster_status`` and
-``cluster_runs``.
+"""Failure clusters (migrations 0009 and 0015): ``clusters``, ``cluster_members``,
+``cluster_status``, ``cluster_runs`` and ``cluster_advice``.
 
 A run writes every failure's membership, then its clusters, then its ``cluster_runs`` row, which
 commits it: readers take the project's newest run, and a membership counts when a row of that
@@ -87,6 +87,21 @@ STATUS_ROW: RowLayout = (
     _time("resolved_at"),
     ("changed_by", _STR, "String", "changed_by"),
     _time("changed_at"),
+)
+ADVICE_ROW: RowLayout = (
+    ("project_id", _STR, "String", "project_id"),
+    ("cluster_id", _STR, "String", "cluster_id"),
+    ("basis", _STR, "String", "basis"),
+    ("label", _STR, "String", "label"),
+    ("fix", _STR, "String", "fix"),
+    ("layer", _STR, "String", "layer"),
+    ("cited_activation", _STR, "String", "cited_activation"),
+    ("cited_steps", _UINTS, "Array(Int64)", "arrayMap(x -> toUInt32(x), cited_steps)"),
+    ("model", _STR, "String", "model"),
+    ("tokens", _I64, "Int64", "toUInt64(tokens)"),
+    ("cost_usd", _F64, "Float64", "cost_usd"),
+    ("error", _STR, "String", "error"),
+    _time("created_at"),
 )
 RUN_ROW: RowLayout = (
     ("project_id", _STR, "String", "project_id"),
@@ -192,6 +207,34 @@ FROM (
 )
 WHERE assigned_by = 'online' AND cluster_id != ''
 GROUP BY cluster_id"""
+
+
+_ADVICE = """
+SELECT cluster_id, basis, label, fix, layer, cited_activation, cited_steps, model, tokens,
+       cost_usd, error, toUnixTimestamp64Micro(created_at) AS created_at
+FROM (
+    SELECT * FROM cluster_advice
+    WHERE project_id = {project:String} AND cluster_id IN {ids:Array(String)}
+    ORDER BY cluster_id, created_at DESC
+    LIMIT 1 BY cluster_id
+)"""
+
+
+class AdviceRow(TypedDict):
+    """A judge model's advice on a cluster (the newest of the cluster)."""
+
+    cluster_id: str
+    basis: str
+    label: str
+    fix: str
+    layer: str
+    cited_activation: str
+    cited_steps: list[int]
+    model: str
+    tokens: int
+    cost_usd: float
+    error: str
+    created_at: int
 
 
 class ClusterRow(TypedDict):
@@ -349,6 +392,16 @@ class Clusters:
 
     def write_status(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
         return insert(self._store, "cluster_status", STATUS_ROW, _of(project_id, rows))
+
+    def advice(self, project_id: str, ids: Sequence[str]) -> dict[str, AdviceRow]:
+        """The newest advice on each of some clusters (those with any)."""
+        if not ids:
+            return {}
+        found = self._store.query(_ADVICE, {"project": project_id, "ids": list(ids)})
+        return {str(r["cluster_id"]): r for r in found}  # type: ignore[misc]
+
+    def write_advice(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
+        return insert(self._store, "cluster_advice", ADVICE_ROW, _of(project_id, rows))
 
     def write_run(self, project_id: str, row: dict[str, Any]) -> int:
         """Commit a run (write it after its members and clusters)."""
