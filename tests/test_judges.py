@@ -374,6 +374,28 @@ def test_dispatch_of_a_distractor_is_judged_wrong_against_the_catalogue() -> Non
 # --- failures: malformed output, rate limits, server errors ---------------------------------------
 
 
+def test_a_judge_says_what_its_prompt_could_not_show(activation: Activation) -> None:
+    """Tool output not exported (Claude Code without OTEL_LOG_TOOL_CONTENT): the judge judges
+    what was shown, and the evaluation says the outputs were not."""
+    blind = activation.model_copy(
+        update={
+            "tool_calls": [c.model_copy(update={"result": None}) for c in activation.tool_calls]
+        }
+    )
+    answer = verdict(
+        check("read", True, [4]), check("propagated", True, [4]), check("used", True, [4])
+    )
+    server = ScriptedOpenAI([answer])
+    with server as url:
+        judged = judge(url, "integration").evaluate(blind)
+    assert judged.score == 1.0 and judged.unseen == ("tool_outputs",)
+    assert "not seen: tool outputs (not exported" in judged.reason
+    # a request that was not logged: the dispatch judge does not apply, and says why
+    unlogged = activation.model_copy(update={"request": "", "request_logged": False})
+    skipped = judge("http://127.0.0.1:9", "dispatch").evaluate(unlogged)
+    assert (skipped.label, skipped.unseen) == ("not_applicable", ("request",))
+
+
 def test_an_answer_missing_checks_is_retried_then_an_error_with_the_partial_answer_as_detail(
     activation: Activation,
 ) -> None:

@@ -35,6 +35,13 @@ from skillsight.evaluators._registry import (
     run_evaluators,
 )
 from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
+from skillsight.evaluators._seen import (
+    UNSEEN,
+    arguments_unseen,
+    describe_unseen,
+    message_unseen,
+    outputs_unseen,
+)
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
 from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
 from skillsight.evaluators.security import SecurityEvaluator
@@ -44,6 +51,7 @@ __all__ = [
     "EMPTY_CONTEXT",
     "ERROR",
     "NOT_APPLICABLE",
+    "UNSEEN",
     "AllowedToolsEvaluator",
     "Baseline",
     "CachedEmbedder",
@@ -64,12 +72,16 @@ __all__ = [
     "Severity",
     "SkillSelectionEvaluator",
     "ToolErrorsEvaluator",
+    "arguments_unseen",
     "cosine",
     "default_embedder",
+    "describe_unseen",
     "deterministic_registry",
     "log_ratio_score",
+    "message_unseen",
     "otel_attributes",
     "otel_event",
+    "outputs_unseen",
     "run_evaluators",
     "total_tokens",
 ]

@@ -20,7 +20,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from skillsight.evaluators import EMPTY_CONTEXT, ERROR, Evaluation, EvaluationContext, Evaluator
+from skillsight.evaluators import (
+    EMPTY_CONTEXT,
+    ERROR,
+    Evaluation,
+    EvaluationContext,
+    Evaluator,
+    arguments_unseen,
+    message_unseen,
+    outputs_unseen,
+)
 from skillsight.evaluators.judges._budget import SpendCap
 from skillsight.evaluators.judges._cache import CacheKey, VerdictCache, inputs_hash
 from skillsight.evaluators.judges._client import JudgeCallError, JudgeClient
@@ -116,11 +125,34 @@ class JudgeEvaluator(Evaluator):
             texts = rubric.key_steps if source == "key_steps" else rubric.reflection_checks
         return tuple(Check(f"{source}_{n}", text) for n, text in enumerate(texts, start=1))
 
+    def unseen(self, activation: Activation) -> tuple[str, ...]:
+        """What the prompt of this rubric could not show: outputs or inputs the telemetry did
+        not carry (the judge then judged the rest; the reason says so)."""
+        if "internal" not in self.rubric.inputs:
+            return ()
+        calls = activation.tool_calls
+        return tuple(
+            code
+            for code, missing in (
+                ("tool_outputs", bool(outputs_unseen(calls))),
+                ("tool_arguments", bool(arguments_unseen(calls))),
+            )
+            if missing
+        )
+
     def evaluate(
         self, activation: Activation, context: EvaluationContext = EMPTY_CONTEXT
     ) -> Evaluation:
         if not self.applies_to(activation):
-            return self.not_applicable(activation, f"{self.name}: {self._missing(activation)}")
+            missing = self._missing(activation)
+            unlogged = (
+                ("request",)
+                if "request" in self.rubric.requires and not activation.request_logged
+                else ("messages",)
+                if "integration_message" in self.rubric.requires and message_unseen(activation)
+                else ()
+            )
+            return self.not_applicable(activation, f"{self.name}: {missing}", unlogged)
         return super().evaluate(activation, context)
 
     async def aevaluate(
@@ -221,9 +253,10 @@ class JudgeEvaluator(Evaluator):
             activation,
             scored.score,
             self.rubric.label(scored.score),
-            reason[:2000],
+            reason[:1700],
             findings,
             step_ids=scored.cited_steps,
+            unseen=self.unseen(activation),
         )
         return replace(evaluation, judge_model=self.model, tokens=tokens, cost_usd=cost_usd)
 
