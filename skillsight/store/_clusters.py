@@ -178,16 +178,29 @@ _MEMBERSHIP = _CURRENT.replace("__NARROW__", "").replace("__FILTER__", "AND clus
 _OF_ACTIVATIONS = _CURRENT.replace(
     "__NARROW__", "AND activation_id IN {ids:Array(String)}"
 ).replace("__FILTER__", "")
-_OF_CLUSTER = (
-    _CURRENT.replace(
-        "__NARROW__",
-        "AND activation_id IN (SELECT activation_id FROM cluster_members "
-        "WHERE project_id = {project:String} AND cluster_id = {cluster:String})",
-    ).replace("__FILTER__", "AND cluster_id = {cluster:String}")
-    + """
+# A page of one cluster's members: its rows of the latest run or joined online since, minus the
+# activations whose newest row since the run is another cluster's (the only way a newer row can
+# supersede one of these). Reads one column pass over the run's rows, never a dedupe of them.
+_OF_CLUSTER = """
+SELECT activation_id, cluster_id, run_id, assigned_by, distance, session_id, skill_name,
+       skill_version, toUnixTimestamp64Micro(started_at) AS started_at,
+       toUnixTimestamp64Micro(assigned_at) AS assigned_at
+FROM (
+    SELECT * FROM cluster_members
+    WHERE project_id = {project:String} AND cluster_id = {cluster:String}
+      AND (run_id = {run:String}
+           OR assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC'))
+      AND activation_id NOT IN (
+        SELECT activation_id FROM cluster_members
+        WHERE project_id = {project:String}
+          AND assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC')
+        GROUP BY activation_id
+        HAVING argMax(cluster_id, assigned_at) != {cluster:String})
+    ORDER BY activation_id, assigned_at DESC
+    LIMIT 1 BY activation_id
+)
 ORDER BY started_at DESC, activation_id
 LIMIT {limit:UInt32} OFFSET {offset:UInt32}"""
-)
 # What online assignment added since the run, per cluster (members it counted already aside).
 _ONLINE = """
 SELECT cluster_id, count() AS members, uniqExact(session_id) AS sessions,
