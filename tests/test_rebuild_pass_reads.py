@@ -159,3 +159,22 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
             await until(finalizer, lambda h: h["provisional_rebuilds"] == 2)
 
     asyncio.run(run())
+
+
+def test_a_trace_shared_by_two_sessions_is_counted_span_by_span(store: Store) -> None:
+    first, second = "00000000-0000-4000-8000-0000000000a1", "00000000-0000-4000-8000-0000000000a2"
+    spans, _ = synthetic_session(6, skill_every=3, seed=91, session_id=first)
+    half = len(spans) // 2
+    moved = [
+        {**s, "session_id": second, "attributes": {**s["attributes"], "session.id": second}}
+        for s in spans[half:]
+    ]
+    store.spans.insert(raw_tables(PROJECT, spans[:half] + moved, [])[0])
+    found = store.sessions.parents(PROJECT, [first, second])
+
+    def expected(part: list[dict[str, Any]]) -> tuple[int, bool]:
+        ids = {s["span_id"] for s in part}
+        return len(part), any(s["parent_span_id"] not in ids | {""} for s in part)
+
+    assert found == {first: expected(spans[:half]), second: expected(moved)}
+    assert any(missing for _, missing in found.values())  # the halves miss each other's parents

@@ -96,6 +96,21 @@ WHERE project_id = {project:String}
   AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
        OR trace_id IN {traces:Array(String)})"""
 
+# The same per trace, counted inside ClickHouse (a parent is in its child's trace): one row a
+# trace instead of one a span.
+_TRACE_PARENTS = """
+SELECT trace_id, sessions, length(ids) AS spans,
+       arrayExists(p -> p != '' AND NOT has(ids, p), parents) AS missing
+FROM (
+    SELECT trace_id, groupUniqArray(session_id) AS sessions, groupUniqArray(span_id) AS ids,
+           groupUniqArray(parent_span_id) AS parents
+    FROM spans
+    WHERE project_id = {project:String}
+      AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
+           OR trace_id IN {traces:Array(String)})
+    GROUP BY trace_id
+)"""
+
 # Every session key of a project (for `skillsight rebuild`).
 _LIST_SESSION_KEYS = """
 SELECT DISTINCT if(trace_session != '', trace_session, trace_id) AS session_key
@@ -169,6 +184,22 @@ class Sessions:
             owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
         params = {"project": project_id, "sessions": keys, "traces": list(owner)}
         wanted = set(keys)
+        counted: dict[str, tuple[int, bool]] = {}
+        for row in self._store.query(_TRACE_PARENTS, params):
+            trace = str(row["trace_id"])
+            owners = {
+                str(s)
+                if s in wanted
+                else owner.get(trace, "") or (trace if trace in wanted else "")
+                for s in row["sessions"]
+            } - {""}
+            if len(owners) > 1:  # a trace shared by two of these sessions: span by span
+                break
+            for key in owners:
+                spans_in, missing = counted.get(key, (0, False))
+                counted[key] = (spans_in + int(row["spans"]), missing or bool(row["missing"]))
+        else:
+            return counted
         spans: dict[str, set[tuple[str, str]]] = {}
         parents: dict[str, set[tuple[str, str]]] = {}
         for row in self._store.query(_SESSION_PARENTS, params):
