@@ -10,7 +10,8 @@ scheduler, in every role that evaluates):
   handled already. A failure is in its cluster a poll and a query after it was scored.
 - **runs** — a project whose latest run is older than ``interval_s`` (or that has none) is
   clustered again (:mod:`._run`); :meth:`Clusterer.run_now` runs one on demand. Runs of one
-  project never overlap.
+  project never overlap; assignment does not wait for them (it uses the clusters before the
+  run, and what it assigned meanwhile is assigned again once the run commits).
 
 Several workers split the projects between them by hash (``worker=(index, count)``).
 """
@@ -91,6 +92,7 @@ class Clusterer:
         self.stats = ClustererStats()
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._indexes: dict[str, ExemplarIndex] = {}
+        self._during_run: dict[str, set[str]] = {}
         self._index_checked: dict[str, float] = {}
         self._handled: dict[tuple[str, str], int] = {}
         self._watermark_us = 0
@@ -155,18 +157,28 @@ class Clusterer:
     # -- runs ------------------------------------------------------------------------------------
 
     async def run_now(self, project_id: str) -> RunSummary:
-        """Cluster one project now (after any run of it in progress) and return the summary."""
+        """Cluster one project now (after any run of it in progress) and return the summary.
+
+        Online assignment goes on meanwhile, against the clusters before the run; what it
+        assigned during the run is assigned again against the run's clusters once it commits."""
         async with self._locks[project_id]:
-            summary = await asyncio.to_thread(
-                run_clustering,
-                self.store,
-                project_id,
-                embedder=self.embedder,
-                options=self.options.run,
-            )
-            self._indexes[project_id] = await asyncio.to_thread(
-                ExemplarIndex.load, self.store, project_id
-            )
+            self._during_run[project_id] = set()
+            try:
+                summary = await asyncio.to_thread(
+                    run_clustering,
+                    self.store,
+                    project_id,
+                    embedder=self.embedder,
+                    options=self.options.run,
+                )
+                self._indexes[project_id] = await asyncio.to_thread(
+                    ExemplarIndex.load, self.store, project_id
+                )
+                self._index_checked[project_id] = time.monotonic()
+            finally:
+                meanwhile = sorted(self._during_run.pop(project_id, set()))
+            if meanwhile:
+                await self._assign(project_id, meanwhile)
             if self._advisor is not None:
                 await asyncio.to_thread(
                     advise,
@@ -246,24 +258,12 @@ class Clusterer:
                 fresh[item.project_id].append(item)
         done = 0
         for project_id, items in fresh.items():
-            async with self._locks[project_id]:
-                index = await asyncio.to_thread(self._index, project_id)
-                assigned = await asyncio.to_thread(
-                    assign_failures,
-                    self.store,
-                    project_id,
-                    [i.activation_id for i in items],
-                    embedder=self.embedder,
-                    index=index,
-                    thresholds=self.options.run.thresholds,
-                    max_distance=self.options.max_distance,
-                    cause_weight=self.options.run.cause_weight,
-                )
+            ids = [i.activation_id for i in items]
+            done += await self._assign(project_id, ids)
             for item in items:
                 self._handled[item.project_id, item.activation_id] = item.evaluated_at_us
-            self.stats.assigned += sum(1 for a in assigned if a.cluster_id)
-            self.stats.novel += sum(1 for a in assigned if not a.cluster_id)
-            done += len(assigned)
+            if project_id in self._during_run:
+                self._during_run[project_id].update(ids)
         if found:
             self._watermark_us = max(self._watermark_us, max(i.evaluated_at_us for i in found))
             floor = self._watermark_us - _OVERLAP_US
@@ -272,6 +272,23 @@ class Clusterer:
             self.stats.assign_batches += 1
             self.stats.last_assign_ms = (time.perf_counter() - started) * 1000
         return done
+
+    async def _assign(self, project_id: str, activation_ids: list[str]) -> int:
+        index = await asyncio.to_thread(self._index, project_id)
+        assigned = await asyncio.to_thread(
+            assign_failures,
+            self.store,
+            project_id,
+            activation_ids,
+            embedder=self.embedder,
+            index=index,
+            thresholds=self.options.run.thresholds,
+            max_distance=self.options.max_distance,
+            cause_weight=self.options.run.cause_weight,
+        )
+        self.stats.assigned += sum(1 for a in assigned if a.cluster_id)
+        self.stats.novel += sum(1 for a in assigned if not a.cluster_id)
+        return len(assigned)
 
     def _index(self, project_id: str) -> ExemplarIndex:
         """The project's exemplars, reloaded when another process committed a newer run
