@@ -348,3 +348,26 @@ def test_a_judge_model_advises_on_the_most_pressing_clusters_once(
     assert (advice["layer"], advice["model"]) == ("allowed_tools", "openai/advice-test")
     assert advice["cited_activation"] in detail["exemplar_activation_ids"]
     assert 999 not in advice["cited_steps"]
+
+
+def test_the_clusterer_reclusters_each_project_on_its_schedule(world: World) -> None:
+    before = world.store.clusters.latest_run(PROJECT)
+    assert before is not None
+    options = replace(clusterer_options(SETTINGS), interval_s=0.5, catchup_s=0.0)
+    clusterer = Clusterer(world.store, options=options)
+
+    async def scenario() -> str:
+        async with clusterer:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                run = world.store.clusters.latest_run(PROJECT)
+                if run is not None and run["run_id"] != before["run_id"]:
+                    return run["run_id"]
+                await asyncio.sleep(0.1)
+        raise AssertionError(f"no scheduled run within 120 s: {clusterer.health()}")
+
+    run_id = asyncio.run(scenario())
+    health = clusterer.health()
+    assert health["runs"] >= 1 and health["errors"] == 0
+    assert health["last_runs"][PROJECT]["clusters"] == len(PATTERNS)  # type: ignore[index]
+    assert run_id.startswith("r")
