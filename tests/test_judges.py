@@ -235,7 +235,7 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
         Evaluation(
             activation_id=activation.activation_id,
             evaluator="dispatch",
-            version="1",
+            version="2",
             score=1.0,
             passed=True,
             label="right_skill",
@@ -249,7 +249,7 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
         Evaluation(
             activation_id=activation.activation_id,
             evaluator="internal_trajectory",
-            version="1",
+            version="2",
             score=1.0,
             passed=True,
             label="in_contract",
@@ -263,7 +263,7 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
         Evaluation(
             activation_id=activation.activation_id,
             evaluator="integration",
-            version="1",
+            version="2",
             score=round(2 / 3, 6),
             passed=False,
             label="partly_integrated",
@@ -432,7 +432,7 @@ def test_malformed_json_is_retried_then_recorded_as_an_error_with_no_score(
     assert judged == Evaluation(
         activation_id=activation.activation_id,
         evaluator="dispatch",
-        version="1",
+        version="2",
         score=None,
         passed=None,
         label="error",
@@ -991,12 +991,12 @@ def test_every_shipped_rubric_loads_with_its_version_and_policy() -> None:
     assert {
         n: (r.version, r.checks_from, [c.id for c in r.checks]) for n, r in rubrics.items()
     } == {
-        "dispatch": ("1", "rubric", ["right_skill"]),
-        "internal_trajectory": ("1", "rubric", ["in_scope", "followed_procedure", "allowed_tools"]),
-        "integration": ("1", "rubric", ["read", "propagated", "used"]),
-        "behavior_check": ("1", "expected_behavior", []),
-        "following": ("1", "key_steps", []),
-        "reflection": ("1", "reflection_checks", []),
+        "dispatch": ("2", "rubric", ["right_skill"]),
+        "internal_trajectory": ("2", "rubric", ["in_scope", "followed_procedure", "allowed_tools"]),
+        "integration": ("2", "rubric", ["read", "propagated", "used"]),
+        "behavior_check": ("2", "expected_behavior", []),
+        "following": ("2", "key_steps", []),
+        "reflection": ("2", "reflection_checks", []),
     }
     with pytest.raises(EvaluatorError, match="no rubric named 'vibes'"):
         load_rubric("vibes")
