@@ -137,7 +137,9 @@ def test_the_skills_overview_counts_activations_failures_and_unscored_ones(store
 
 
 def test_the_skill_page_trends_add_up_to_the_scorecard(store: Store) -> None:
-    _fill(store)
+    made = _fill(store)
+    # a session rebuilt again (late rows): its activation is counted once, at its newest rebuild
+    store.rebuilds.write_one("p", Rebuilt("s1", _trajectory("x", 3), [made[0]]))
     page = skill_page(store, "p", "csv-summary", window="all")
     assert page.scorecard == scorecard(store, "p", "csv-summary", window="all")
     lines = {(p.evaluator, p.version, p.day): p for p in page.version_trend}
