@@ -180,23 +180,30 @@ _OF_ACTIVATIONS = _CURRENT.replace(
 ).replace("__FILTER__", "")
 # A page of one cluster's members: its rows of the latest run or joined online since, minus the
 # activations whose newest row since the run is another cluster's (the only way a newer row can
-# supersede one of these). Reads one column pass over the run's rows, never a dedupe of them.
+# supersede one of these); the latest started first. A partial sort takes the page's rows (twice
+# as many, for an activation with both a run row and an online row here) before deduplicating,
+# so a page costs a pass over the rows' cluster ids, not a sort of a large cluster.
 _OF_CLUSTER = """
 SELECT activation_id, cluster_id, run_id, assigned_by, distance, session_id, skill_name,
        skill_version, toUnixTimestamp64Micro(started_at) AS started_at,
        toUnixTimestamp64Micro(assigned_at) AS assigned_at
 FROM (
-    SELECT * FROM cluster_members
-    WHERE project_id = {project:String} AND cluster_id = {cluster:String}
-      AND (run_id = {run:String}
-           OR assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC'))
-      AND activation_id NOT IN (
-        SELECT activation_id FROM cluster_members
-        WHERE project_id = {project:String}
-          AND assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC')
-        GROUP BY activation_id
-        HAVING argMax(cluster_id, assigned_at) != {cluster:String})
-    ORDER BY activation_id, assigned_at DESC
+    SELECT * FROM (
+        SELECT activation_id, cluster_id, run_id, assigned_by, distance, session_id,
+               skill_name, skill_version, started_at, assigned_at
+        FROM cluster_members
+        WHERE project_id = {project:String} AND cluster_id = {cluster:String}
+          AND (run_id = {run:String}
+               OR assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC'))
+          AND activation_id NOT IN (
+            SELECT activation_id FROM cluster_members
+            WHERE project_id = {project:String}
+              AND assigned_at > fromUnixTimestamp64Micro({run_started:Int64}, 'UTC')
+            GROUP BY activation_id
+            HAVING argMax(cluster_id, assigned_at) != {cluster:String})
+        ORDER BY started_at DESC, activation_id, assigned_at DESC
+        LIMIT {window:UInt32}
+    )
     LIMIT 1 BY activation_id
 )
 ORDER BY started_at DESC, activation_id
@@ -386,6 +393,7 @@ class Clusters:
             "cluster": cluster_id,
             "limit": limit,
             "offset": offset,
+            "window": 2 * (offset + limit),
         }
         found: list[MemberRow] = self._store.query(_OF_CLUSTER, params)  # type: ignore[assignment]
         return found
