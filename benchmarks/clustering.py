@@ -181,7 +181,7 @@ def _pca_bench(
     out = []
     for reduce_to in dims:
         groups = [f.skill_name for f in failures]
-        fitted = fit(vectors, FitOptions(reduce_to=reduce_to), groups=groups)
+        fitted = fit(vectors, FitOptions(reduce_to=reduce_to, reduce_above=0), groups=groups)
         membership = {
             f.activation_id: str(int(k))
             for f, k in zip(failures, fitted.labels, strict=True)

@@ -330,7 +330,9 @@ def test_close_clusters_merge_and_noise_stays_noise() -> None:
 def test_each_skill_is_clustered_apart() -> None:
     vectors = embed_texts(default_embedder(), [PATTERN_TEXTS["allowed"]] * 12)
     skills = ["sales-report"] * 6 + ["note-reader"] * 6
-    fitted = fit(vectors, FitOptions(min_cluster_size=5, reduce_to=0), groups=skills)
+    fitted = fit(vectors, FitOptions(min_cluster_size=5, reduce_to=8), groups=skills)
+    assert fitted.dims == 384  # no skill has more than reduce_above failures: no projection
+    assert fit(vectors, FitOptions(reduce_to=8, reduce_above=0), groups=skills).dims == 8
     assert fitted.count == 2 and len(set(fitted.labels[:6])) == len(set(fitted.labels[6:])) == 1
     assert fitted.labels[0] != fitted.labels[6]
     few = fit(vectors[:8], FitOptions(min_cluster_size=5, reduce_to=0), groups=skills[4:])

@@ -31,6 +31,10 @@ class FitOptions:
     """HDBSCAN's density smoothing; None = min_cluster_size."""
     reduce_to: int = 32
     """Project onto this many principal components first; 0 = cluster the full vectors."""
+    reduce_above: int = 2000
+    """Only a skill with more failures than this is clustered in the projection: HDBSCAN on
+    a few thousand full vectors takes a second, and keeps one-offs apart better (measured in
+    docs/clusters.md); past that its neighbour searches in 600 dimensions grow too slow."""
     selection_epsilon: float = 0.0
     """Clusters closer than this (Euclidean, in the clustered space) are not split."""
     merge_similarity: float = 0.85
@@ -79,12 +83,14 @@ def fit(vectors: Matrix, options: FitOptions, groups: Sequence[str] | None = Non
     probabilities = np.zeros(rows, dtype=np.float64)
     if rows < max(options.min_cluster_size, 2):
         return Fitted(labels, probabilities, vectors.shape[1] if rows else 0, 0.0)
-    space = project(vectors, options.reduce_to)
     members = [np.arange(rows)] if groups is None else _grouped(groups)
+    large = any(len(rows_of) > options.reduce_above for rows_of in members)
+    space = project(vectors, options.reduce_to) if large else vectors
     for rows_of in members:
         if len(rows_of) < options.min_cluster_size:
             continue  # too few to make a cluster of: all novel
-        found, strength = _hdbscan(space[rows_of], options)
+        chosen = space if len(rows_of) > options.reduce_above else vectors
+        found, strength = _hdbscan(chosen[rows_of], options)
         offset = int(labels.max()) + 1
         labels[rows_of] = np.where(found >= 0, found + offset, -1)
         probabilities[rows_of] = strength
