@@ -136,6 +136,17 @@ def test_the_skills_overview_counts_activations_failures_and_unscored_ones(store
     assert skills_overview(store, "other", window="all") == []
 
 
+def test_the_skills_overview_reads_the_same_from_the_read_models(store: Store) -> None:
+    made = _fill(store)
+    store.rebuilds.write_one("p", Rebuilt("s1", _trajectory("x", 3), [made[0]]))
+    rollups = store.scorecards.rollups
+    if not rollups.ready():
+        rollups.backfill()
+    raw = skills_overview(store, "p", window="all", read_models=False)
+    assert skills_overview(store, "p", window="all", read_models=True) == raw
+    assert [(s.activations, s.failing, s.unscored) for s in raw] == [(3, 1, 0), (1, 0, 1)]
+
+
 def test_the_skill_page_trends_add_up_to_the_scorecard(store: Store) -> None:
     made = _fill(store)
     # a session rebuilt again (late rows): its activation is counted once, at its newest rebuild

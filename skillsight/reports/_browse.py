@@ -128,11 +128,19 @@ def _score(row: Mapping[str, Any]) -> EvaluatorScoreOut:
 
 
 def skills_overview(
-    store: Store, project_id: str, *, window: str = DEFAULT_WINDOW, name: str = ""
+    store: Store,
+    project_id: str,
+    *,
+    window: str = DEFAULT_WINDOW,
+    name: str = "",
+    read_models: bool | None = None,
 ) -> list[SkillSummaryOut]:
     """Every skill that is in the catalogue or ran in ``window``, busiest first; ``name``
-    keeps those whose name contains it (case-insensitive)."""
-    rows = store.scorecards.overview(project_id, since=window_start(window))
+    keeps those whose name contains it (case-insensitive). ``read_models`` picks the store's
+    path (None: the read models once ready; the tests compare both)."""
+    rows = store.scorecards.overview(
+        project_id, since=window_start(window), read_models=read_models
+    )
     catalogue = store.skills.versions(project_id)
     evaluators: dict[str, list[EvaluatorScoreOut]] = {}
     unscored: dict[str, int] = {}

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from skillsight.store._rollups import ScorecardRollups
 from skillsight.store._scorecard_reads import rows_below, scorecard_rows
+from skillsight.store._skills_overview import skills_overview
+from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -52,14 +54,6 @@ _SKILL_EVALUATIONS = """
         ORDER BY started_at, activation_id, rebuilt_at DESC
         LIMIT 1 BY activation_id
     ) AS a ON e.activation_id = a.activation_id"""
-
-_SCORE_AGGREGATES = """
-       count() AS evaluations,
-       countIf(score IS NOT NULL) AS scored,
-       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
-       countIf(passed = true) AS passed,
-       avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
-       minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
 
 # The whole scorecard in one pass over the current rows (three queries read them three times):
 # three grouping sets, told apart by `grouping()` (a bit per grouping column the set leaves
@@ -107,52 +101,6 @@ FROM evaluations
 WHERE project_id = {project:String} AND skill_name = {skill:String}
   AND activation_id IN {activations:Array(String)}
 LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
-
-# Every skill of a project that ran since a moment (the web UI's skills page), in one pass over
-# the current rows: per skill (activations, failing ones, first and last start), per skill and
-# evaluator (the scores), per skill and UTC day (activations, failing ones). Activations are the
-# left side, so one nobody scored is counted (its evaluator column is '').
-_PROJECT_ACTIVATIONS = """
-    SELECT a.skill_name AS skill_name, a.activation_id AS activation_id,
-           a.started_at AS started_at, e.evaluator AS evaluator, e.score AS score,
-           e.passed AS passed, e.label AS label, ifNull(e.passed = false, false) AS failed
-    FROM (
-        SELECT skill_name, activation_id, started_at FROM activations
-        WHERE project_id = {project:String}
-          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-        ORDER BY skill_name, started_at, activation_id, rebuilt_at DESC
-        LIMIT 1 BY activation_id
-    ) AS a
-    LEFT JOIN (
-        SELECT activation_id, evaluator, score, passed, label
-        FROM evaluations
-        WHERE project_id = {project:String}
-          AND ({since:Int64} = 0 OR activation_id IN (
-            SELECT activation_id FROM activations
-            WHERE project_id = {project:String}
-              AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')))
-        ORDER BY skill_name, activation_id, evaluator, evaluated_at DESC
-        LIMIT 1 BY activation_id, evaluator
-    ) AS e ON a.activation_id = e.activation_id"""
-
-OVERVIEW_SKILLS = 3
-OVERVIEW_EVALUATORS = 1
-OVERVIEW_DAYS = 2
-_OVERVIEW = f"""
-SELECT grouping(skill_name, evaluator, day) AS grouping_set,
-       skill_name, evaluator, toString(toDate(started_at)) AS day,
-       if(grouping_set = {OVERVIEW_EVALUATORS}, count(), uniqExact(activation_id)) AS activations,
-       uniqExactIf(activation_id, failed) AS failing,
-       toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
-       toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
-FROM ({_PROJECT_ACTIVATIONS})
-GROUP BY GROUPING SETS ((skill_name), (skill_name, evaluator), (skill_name, day))
-ORDER BY grouping_set, skill_name, day, evaluator"""
-_OVERVIEW_SETS = {
-    OVERVIEW_SKILLS: "skills",
-    OVERVIEW_EVALUATORS: "evaluators",
-    OVERVIEW_DAYS: "days",
-}
 
 # What a skill's activations cost per UTC day and skill version (the newest rebuild of each):
 # the web UI's cost, token and duration lines. A rebuild keeps an activation's sort key (its
@@ -251,17 +199,15 @@ class Scorecards:
         return out
 
     def overview(
-        self, project_id: str, *, since: datetime | None = None
+        self, project_id: str, *, since: datetime | None = None, read_models: bool | None = None
     ) -> dict[str, list[dict[str, Any]]]:
         """Every skill that ran since ``since``: ``skills`` (activations, failing ones, first and
         last start), ``evaluators`` (per skill and evaluator: count/pass/mean/min; the
         evaluator '' counts activations nobody scored) and ``days`` (per skill and UTC day:
-        activations and failing ones)."""
-        params = {"project": project_id, "since": micros(since)}
-        out: dict[str, list[dict[str, Any]]] = {"skills": [], "evaluators": [], "days": []}
-        for row in self._store.query(_OVERVIEW, params):
-            out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
-        return out
+        activations and failing ones). ``read_models``: read them (True) or the raw rows
+        (False); None reads them once they are ready."""
+        ready = self.rollups.ready() if read_models is None else read_models
+        return skills_overview(self._store, project_id, micros(since), ready)
 
     def usage(
         self, project_id: str, skill: str, *, since: datetime | None = None

@@ -32,3 +32,14 @@ def micros(moment: datetime | None) -> int:
 def iso_micros(value: int) -> str:
     """µs since the epoch as ISO 8601 in UTC ending in ``Z``."""
     return datetime.fromtimestamp(value / 1_000_000, UTC).isoformat().replace("+00:00", "Z")
+
+
+# The score aggregates of scorecards and the skills overview, over rows with `score`, `passed`
+# and `label` (the current row of each activation and evaluator).
+SCORE_AGGREGATES = """
+       count() AS evaluations,
+       countIf(score IS NOT NULL) AS scored,
+       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
+       countIf(passed = true) AS passed,
+       avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
+       minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
