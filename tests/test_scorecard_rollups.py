@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.eval import synthetic_activations
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import (
     EVALUATORS,
@@ -18,6 +20,9 @@ from benchmarks.synthetic_store import (
     skill_version,
 )
 from skillsight.config import Settings
+from skillsight.evaluators.scheduler import EvaluationScheduler
+from skillsight.rebuild.activations import Activation
+from skillsight.rebuild.trajectories import atif
 from skillsight.runtime import build_services
 from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
 from skillsight.store._rollups import CLOCK_MARGIN_US
@@ -249,6 +254,15 @@ def test_evaluations_of_unstored_activations_stay_out_as_the_join_leaves_them(
     card = store.scorecards.rows(PROJECT, "csv")
     assert card == store.scorecards.raw_rows(PROJECT, "csv")
     assert [v["activations"] for v in card["versions"]] == [1]
+    # a row that names its activation's start is filed under it without a look-up
+    named = {**rows[1], "activation_id": "named", "activation_started_at": "2026-11-19T08:00:00Z"}
+    store.evaluations.write(PROJECT, [named])
+    filed = store.query(
+        "SELECT toString(started_at) AS started FROM scorecard_rows "
+        "WHERE project_id = {p:String} AND activation_id = 'named'",
+        {"p": PROJECT},
+    )
+    assert filed == [{"started": "2026-11-19 08:00:00.000000"}]
 
 
 def test_the_read_models_are_used_once_ready(tmp_path: Path) -> None:
@@ -311,3 +325,46 @@ def test_evaluating_processes_run_a_refresher(embedded_store: EmbeddedStore) -> 
 
     assert asyncio.run(health("all"))["read_models"]["enabled"] is True
     assert asyncio.run(health("collector"))["read_models"] == {"enabled": False}
+
+
+@dataclass
+class _Rebuilt:
+    session_id: str
+    trajectory: atif.Trajectory
+    activations: list[Activation] = field(default_factory=list)
+
+
+def test_the_scheduler_files_rows_under_the_stored_start(store: Store) -> None:
+    """The scheduler hands each row its activation's start (no lookup); the copy is filed
+    under the start the activations table stored, fractions and offsets included."""
+    activations, _ = synthetic_activations(30)
+    starts = ("2026-11-20T23:59:59.999999Z", "2026-11-21T00:30:00+02:00", "2026-11-21T10:00:00Z")
+    activations = [
+        a.model_copy(update={"started_at": starts[i % 3], "session_id": f"s{i}"})
+        for i, a in enumerate(activations)
+    ]
+    for a in activations:
+        trajectory = atif.Trajectory(
+            session_id=a.session_id,
+            trajectory_id=f"t-{a.session_id}",
+            agent=atif.Agent(name="claude-code", version="1"),
+            steps=[atif.Step(step_id=1, source="user", message="go")],
+        )
+        store.rebuilds.write_one(PROJECT, _Rebuilt(a.session_id, trajectory, [a]))
+    stored = store.activations.find(PROJECT, limit=100)
+
+    async def score() -> None:
+        async with EvaluationScheduler(store, evaluators=["tool_errors", "security"]) as s:
+            await s.score(PROJECT, stored)
+
+    asyncio.run(score())
+    copied = store.query(
+        "SELECT count() AS n, countIf(started_at = toDateTime64(0, 6, 'UTC')) AS epoch "
+        "FROM scorecard_rows WHERE project_id = {p:String}",
+        {"p": PROJECT},
+    )[0]
+    assert (copied["n"], copied["epoch"]) == (60, 0)
+    for skill in {a.skill_name for a in stored}:
+        for since in (None, datetime(2026, 11, 21, tzinfo=UTC)):
+            raw = store.scorecards.raw_rows(PROJECT, skill, since=since)
+            _equal(raw, store.scorecards.rows(PROJECT, skill, since=since), skill)

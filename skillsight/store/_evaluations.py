@@ -147,14 +147,17 @@ class Evaluations:
     def write(self, project_id: str, evaluations: Sequence[Mapping[str, Any]]) -> int:
         """Insert evaluation rows (``Evaluation.to_row`` dicts) in one batch; a row with the key
         of an earlier one (activation, evaluator, version) replaces it. The scorecard read
-        models get their copy and marks after the rows (:mod:`._rollups`)."""
+        models get their copy and marks after the rows (:mod:`._rollups`), with each row's
+        ``activation_started_at`` (the activation record's ``started_at``) when it has one,
+        else its activation's start looked up."""
         if not evaluations:
             return 0
         table = evaluation_table(project_id, evaluations)
         rollups = self._store.scorecards.rollups
         rollups.ready()  # asked before the first row lands: an empty store needs no backfill
         self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
-        rollups.record(project_id, table)
+        started = [str(row.get("activation_started_at") or "") for row in evaluations]
+        rollups.record(project_id, table, started)
         return int(table.num_rows)
 
     def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:

@@ -43,6 +43,7 @@ _COPY = pa.schema(
         ("project_id", _STR),
         ("skill_name", _STR),
         ("started_us", pa.int64()),
+        ("started_text", _STR),
         ("activation_id", _STR),
         ("evaluator", _STR),
         ("evaluator_version", _STR),
@@ -54,7 +55,7 @@ _COPY = pa.schema(
     ]
 )
 # The columns taken as they are from an ``evaluations`` batch.
-_COPIED = frozenset(_COPY.names) - {"project_id", "started_us"}
+_COPIED = frozenset(_COPY.names) - {"project_id", "started_us", "started_text"}
 _COPY_COLUMNS = [
     "project_id",
     "skill_name",
@@ -68,13 +69,22 @@ _COPY_COLUMNS = [
     "label",
     "evaluated_at",
 ]
+# The start as the activations table stores it: the record's text, parsed the same way
+# (_rebuild_rows.py), else the start looked up there.
+_STARTED = (
+    "if(started_text != '', parseDateTime64BestEffortOrZero(started_text, 6, 'UTC'), "
+    "fromUnixTimestamp64Micro(started_us, 'UTC'))"
+)
 _COPY_SELECT = (
-    "project_id, skill_name, fromUnixTimestamp64Micro(started_us, 'UTC'), activation_id, "
+    f"project_id, skill_name, {_STARTED}, activation_id, "
     "evaluator, evaluator_version, skill_version, score, passed, label, "
     "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"
 )
+_MARK_COLUMNS = ["project_id", "skill_name", "day", "marked_at"]
+_MARK_SELECT = f"project_id, skill_name, toDate({_STARTED}), now64(6)"
 _COPY_STRUCTURE = (
-    "project_id String, skill_name String, started_us Int64, activation_id String, "
+    "project_id String, skill_name String, started_us Int64, started_text String, "
+    "activation_id String, "
     "evaluator String, evaluator_version String, skill_version String, "
     "score Nullable(Float64), passed Nullable(Bool), label String, evaluated_at_us Int64"
 )
@@ -233,40 +243,43 @@ class ScorecardRollups:
 
     # -- the write path ----------------------------------------------------------------------
 
-    def record(self, project_id: str, evaluations: pa.Table) -> int:
+    def record(self, project_id: str, evaluations: pa.Table, started: Sequence[str] = ()) -> int:
         """Copy stored evaluation rows (the Arrow batch ``Evaluations.write`` inserted) into
-        ``scorecard_rows``, then mark their start days. Rows of an activation not stored are
-        left out, as the scorecard's join leaves them out. Returns the rows copied."""
-        if evaluations.num_rows == 0:
+        ``scorecard_rows``, then mark their start days. ``started``: per row, the start of the
+        activation it scored as the activation record carries it (ISO 8601, parsed as the
+        ``activations`` table parses it); rows without one have it looked up, and are left
+        out when their activation is not stored, as the scorecard's join leaves them out.
+        Returns the rows copied."""
+        count = evaluations.num_rows
+        if count == 0:
             return 0
+        texts = [str(t or "") for t in started] if len(started) == count else [""] * count
         ids = evaluations.column("activation_id").to_pylist()
-        skills = sorted(set(evaluations.column("skill_name").to_pylist()))
-        starts = {
-            str(r["activation_id"]): int(r["started_us"])
-            for r in self._store.query(
-                _STARTS, {"project": project_id, "skills": skills, "ids": sorted(set(ids))}
-            )
-        }
-        keep = [i for i, a in enumerate(ids) if a in starts]
+        unknown = sorted({ids[i] for i in range(count) if not texts[i]})
+        starts: dict[str, int] = {}
+        if unknown:
+            skills = sorted(set(evaluations.column("skill_name").to_pylist()))
+            params = {"project": project_id, "skills": skills, "ids": unknown}
+            starts = {
+                str(r["activation_id"]): int(r["started_us"])
+                for r in self._store.query(_STARTS, params)
+            }
+        keep = [i for i in range(count) if texts[i] or ids[i] in starts]
         if not keep:
             return 0
         picked = evaluations.take(pa.array(keep, pa.int64()))
         columns = {name: picked.column(name) for name in _COPY.names if name in _COPIED}
         columns["project_id"] = pa.array([project_id] * len(keep), _STR)
-        columns["started_us"] = pa.array([starts[ids[i]] for i in keep], pa.int64())
+        columns["started_us"] = pa.array([starts.get(ids[i], 0) for i in keep], pa.int64())
+        columns["started_text"] = pa.array([texts[i] for i in keep], _STR)
         copy = pa.table([columns[name] for name in _COPY.names], schema=_COPY)
         self._store.insert_select(
             "scorecard_rows", _COPY_COLUMNS, _COPY_SELECT, copy, _COPY_STRUCTURE
         )
-        days: dict[str, set[str]] = {}
-        for skill, started in zip(
-            copy.column("skill_name").to_pylist(),
-            copy.column("started_us").to_pylist(),
-            strict=True,
-        ):
-            days.setdefault(str(skill), set()).add(day_of(int(started)))
-        for skill, marked in sorted(days.items()):
-            self.mark(project_id, skill, sorted(marked))
+        # after the rows, from the same batch: a mark per row (the table keeps one per day)
+        self._store.insert_select(
+            "scorecard_marks", _MARK_COLUMNS, _MARK_SELECT, copy, _COPY_STRUCTURE
+        )
         return len(keep)
 
     def mark(self, project_id: str, skill: str, days: Sequence[str]) -> None:

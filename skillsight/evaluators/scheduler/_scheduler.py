@@ -59,13 +59,18 @@ class Scored:
     """(activation, evaluator) pairs the policies left out."""
     rebuilt_at: Mapping[str, str] = field(default_factory=dict)
     """Per activation id, the rebuild of it that was scored."""
+    started_at: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id, its start (the scorecard read models file each row under it)."""
 
     def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
-        """The evaluations as rows of the store, each naming the rebuild it scored."""
-        return [
-            e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
-            for e in self.evaluations
-        ]
+        """The evaluations as rows of the store, each naming the rebuild it scored and the
+        activation's start."""
+        rows = []
+        for e in self.evaluations:
+            row = e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
+            row["activation_started_at"] = self.started_at.get(e.activation_id, "")
+            rows.append(row)
+        return rows
 
 
 def score_activations(
@@ -98,7 +103,12 @@ def score_activations(
             out += run_evaluators(selected, context, registry=registry, names=[name])
     for activation in activations:
         assembler.observe(activation)
-    return Scored(out, sampled_out, {a.activation_id: a.rebuilt_at for a in activations})
+    return Scored(
+        out,
+        sampled_out,
+        {a.activation_id: a.rebuilt_at for a in activations},
+        {a.activation_id: a.started_at for a in activations},
+    )
 
 
 @dataclass
