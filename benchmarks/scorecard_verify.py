@@ -92,7 +92,7 @@ def _rescore(store: Store, project: str, skill: str, day: str) -> int:
     """A tenth of a day's activations rescored (failures cleared, passes halved), half by a
     newer evaluator version, through the store's write path."""
     now_us = time.time_ns() // 1000
-    rows = []
+    rows: list[dict[str, Any]] = []
     for r in store.query(_DAY_EVALUATIONS, {"project": project, "skill": skill, "day": day}):
         score = r["score"]
         new = None if score is None else (1.0 if score < 1 else 0.5)
