@@ -53,9 +53,9 @@ def open_store(settings: Settings, *, migrate: bool = True) -> Store:
 
 
 __all__ = [
-    "AdviceRow",
     "MAX_PARTITIONS_PER_INSERT",
     "METRIC_COLUMNS",
+    "AdviceRow",
     "ClusterRow",
     "DeadLetter",
     "EmbeddedStore",
