@@ -297,7 +297,11 @@ class Scorecards:
         }
         out = []
         for row in found:
-            text = texts[_evaluation_key(row)]
+            # a row rescored (and merged away) between the two reads has no texts left: the
+            # next read shows its successor
+            text = texts.get(_evaluation_key(row))
+            if text is None:
+                continue
             out.append(
                 {
                     **{k: row[k] for k in _BELOW_HEAD},
