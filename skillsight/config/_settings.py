@@ -215,7 +215,7 @@ class Settings:
     )
     cluster_min_size: int = _setting(5, "int", "fewest failures HDBSCAN makes a cluster of")
     cluster_reduce_to: int = _setting(
-        32, "int", "PCA dimensions before HDBSCAN (0 = cluster the full vectors)"
+        32, "int", "PCA dimensions for a skill with more than 2,000 failures (0 = never)"
     )
     cluster_merge_similarity: float = _setting(
         0.85, "float", "clusters whose centroids' cosine reaches this are merged (0 = never)"
