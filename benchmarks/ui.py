@@ -74,6 +74,8 @@ def ui_bench(
         for label, skill in (("busiest", names[0]), ("typical", names[len(names) // 2])):
             for window in ("7d", "30d", "all"):
                 pages[f"skill {label} {window}"] = f"/skills/{skill}?window={window}"
+                # its activity and cost charts, fetched by the page once it is shown
+                pages[f"  usage {label} {window}"] = f"/skills/{skill}/usage?window={window}"
         settings = Settings.load(
             {"cluster_enabled": False}, env={"SKILLSIGHT_API_KEYS": f"{KEY}:{PROJECT}"}
         )

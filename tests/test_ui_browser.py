@@ -138,6 +138,11 @@ def test_the_skill_page_draws_one_line_per_version(
     # every evaluator with scores has its chart, each line a version
     charts = page.locator("figure[data-evaluator]")
     assert charts.count() == len(card["evaluators"])
+    # activity and cost per version arrive after the page: a line per version there too
+    usage = page.locator("[data-fragment] [data-loaded]")
+    usage.wait_for()
+    cost = usage.locator("figure", has_text="cost per activation").locator("g.series")
+    assert cost.count() == len(versions)
     screenshot(page, "skill", probe, full_page=True)
 
 

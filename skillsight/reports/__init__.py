@@ -16,6 +16,7 @@ from skillsight.reports._browse import (
     VersionTrendPointOut,
     session_steps,
     skill_page,
+    skill_usage_points,
     skills_overview,
 )
 from skillsight.reports._clusters import (
@@ -115,6 +116,7 @@ __all__ = [
     "session_steps",
     "set_cluster_status",
     "skill_page",
+    "skill_usage_points",
     "skills_overview",
     "span_out",
     "window_start",

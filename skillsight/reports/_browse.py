@@ -34,6 +34,7 @@ __all__ = [
     "VersionTrendPointOut",
     "session_steps",
     "skill_page",
+    "skill_usage_points",
     "skills_overview",
 ]
 
@@ -193,8 +194,10 @@ def skill_page(
     *,
     window: str = DEFAULT_WINDOW,
     since: datetime | None = None,
+    usage: bool = True,
 ) -> SkillPageOut:
-    """The skill's scorecard, its per-version daily scores and its catalogue versions."""
+    """The skill's scorecard, its per-version daily scores, its catalogue versions and (unless
+    ``usage`` is false) its per-version daily cost and tokens."""
     start = since if since is not None else window_start(window)
     rows = store.scorecards.rows(project_id, skill, since=start)
     card = build_scorecard(skill, rows, window=window, since=start)
@@ -212,25 +215,12 @@ def skill_page(
         for r in rows["version_trend"]
     ]
     trend.sort(key=lambda p: (evaluator_order(p.evaluator), p.version, p.day))
-    usage = []
-    for r in store.scorecards.usage(project_id, skill, since=start):
-        count = max(int(r["activations"]), 1)
-        usage.append(
-            UsagePointOut(
-                day=str(r["day"]),
-                version=str(r["skill_version"]),
-                activations=int(r["activations"]),
-                cost_usd=float(r["cost_usd"]) / count,
-                tokens=float(r["tokens"]) / count,
-                duration_ms=float(r["duration_ms"]) / count,
-                tool_calls=float(r["tool_calls"]) / count,
-            )
-        )
+    points = skill_usage_points(store, project_id, skill, since=start) if usage else []
     versions = store.skills.versions(project_id).get(skill, [])
     return SkillPageOut(
         scorecard=card,
         version_trend=trend,
-        usage=usage,
+        usage=points,
         catalogue=[SkillOut.model_validate(v) for v in versions],
     )
 
@@ -272,3 +262,30 @@ def session_steps(
         subagents=list(page.subagents),
         document_bytes=page.document_bytes,
     )
+
+
+def skill_usage_points(
+    store: Store,
+    project_id: str,
+    skill: str,
+    *,
+    window: str = DEFAULT_WINDOW,
+    since: datetime | None = None,
+) -> list[UsagePointOut]:
+    """Per UTC day and skill version, what an activation cost on average."""
+    start = since if since is not None else window_start(window)
+    out = []
+    for r in store.scorecards.usage(project_id, skill, since=start):
+        count = max(int(r["activations"]), 1)
+        out.append(
+            UsagePointOut(
+                day=str(r["day"]),
+                version=str(r["skill_version"]),
+                activations=int(r["activations"]),
+                cost_usd=float(r["cost_usd"]) / count,
+                tokens=float(r["tokens"]) / count,
+                duration_ms=float(r["duration_ms"]) / count,
+                tool_calls=float(r["tool_calls"]) / count,
+            )
+        )
+    return out

@@ -23,7 +23,9 @@ from skillsight.reports import (
     DEFAULT_WINDOW,
     SkillOut,
     SkillPageOut,
+    UsagePointOut,
     skill_page,
+    skill_usage_points,
     skills_overview,
 )
 from skillsight.skills import scan
@@ -130,10 +132,18 @@ def _charts(page: SkillPageOut, metric: str) -> list[dict[str, Any]]:
     return charts
 
 
-def _usage_charts(page: SkillPageOut) -> list[dict[str, Any]]:
-    versions = [v.version for v in page.scorecard.versions]
-    days = sorted({u.day for u in page.usage})
-    points = {(u.version, u.day): u for u in page.usage}
+def usage_versions(usage: list[UsagePointOut]) -> list[str]:
+    """The versions, the most recently run first (the order of the page's versions table)."""
+    last: dict[str, str] = {}
+    for u in usage:
+        last[u.version] = max(last.get(u.version, ""), u.day)
+    return sorted(last, key=lambda v: (last[v], v), reverse=True)
+
+
+def _usage_charts(usage: list[UsagePointOut]) -> list[dict[str, Any]]:
+    versions = usage_versions(usage)
+    days = sorted({u.day for u in usage})
+    points = {(u.version, u.day): u for u in usage}
     out = []
     for field, title, percent in (
         ("activations", "activations per day", False),
@@ -194,17 +204,12 @@ async def skill_detail(
     metric: Annotated[str, Query(pattern="^(mean_score|pass_rate)$")] = "mean_score",
 ) -> Response:
     since = since_of(window)
-    page = await asyncio.to_thread(skill_page, store, project, name, window=window)
+    page = await asyncio.to_thread(skill_page, store, project, name, window=window, usage=False)
     failing = await asyncio.to_thread(
         store.scorecards.below, project, name, 1.0, since=since, limit=FAILING_SHOWN
     )
     latest = page.catalogue[0] if page.catalogue else None
     violations, unreadable = await asyncio.to_thread(_violations, latest)
-    days = sorted({u.day for u in page.usage})
-    per_day = {d: 0 for d in days}
-    for u in page.usage:
-        per_day[u.day] += u.activations
-    daily = [per_day[d] for d in days]
     return render(
         request,
         "skill.html",
@@ -216,10 +221,32 @@ async def skill_detail(
         violations=violations,
         unreadable=unreadable,
         charts=_charts(page, metric),
-        usage=_usage_charts(page),
-        activity=bars(daily, days, title=f"{name}: activations per day", every=7),
         failing=[_low_score(r) for r in failing],
         window=window,
         metric=metric,
         thresholds=thresholds(),
+    )
+
+
+@router.get("/skills/{name}/usage")
+async def skill_usage(
+    request: Request,
+    project: PageProject,
+    store: StoreDep,
+    name: Annotated[str, Path(max_length=256)],
+    window: Window = DEFAULT_WINDOW,
+) -> Response:
+    """The skill page's activity and cost charts, fetched after the page (one scan of the
+    window's activations, the page's slowest part for a busy skill over all time)."""
+    usage = await asyncio.to_thread(skill_usage_points, store, project, name, window=window)
+    days = sorted({u.day for u in usage})
+    per_day = dict.fromkeys(days, 0)
+    for u in usage:
+        per_day[u.day] += u.activations
+    return render(
+        request,
+        "_usage.html",
+        activity=bars([per_day[d] for d in days], days, title=f"{name}: activations per day"),
+        usage=_usage_charts(usage),
+        versions=usage_versions(usage),
     )

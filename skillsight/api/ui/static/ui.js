@@ -63,6 +63,11 @@
         const openAll = b.hasAttribute("data-expand-all");
         document.querySelectorAll(".steps details").forEach((d) => { d.open = openAll; });
       }));
+    // parts of a page that cost more to compute arrive after it
+    document.querySelectorAll("[data-fragment]").forEach(async (box) => {
+      const response = await fetch(box.dataset.fragment, { credentials: "same-origin" });
+      if (response.ok) box.innerHTML = await response.text();
+    });
     // a row clicked becomes the selected one, so j/k continue from there
     rows().forEach((row, i) => row.addEventListener("click", () => select(i)));
     // inline status forms: post without leaving the page, then show the new status
