@@ -154,6 +154,8 @@ SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, ski
 FROM ({CURRENT_ROWS})
 GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))"""
 
+# A refresh's rows and markers in one sorted stream, so they are one block and one part: a
+# reader sees all of a refresh or none of it (a few thousand rows, far below a block).
 _REFRESH = f"""
 INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
     activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
@@ -161,11 +163,15 @@ INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, ev
 SELECT {{project:String}}, {{skill:String}}, day, kind, skill_version, evaluator, activations,
        scored, not_evaluated, passed, score_sum, score_min, first_started, last_started,
        fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
-FROM ({DAY_AGGREGATES})
-UNION ALL
-SELECT {{project:String}}, {{skill:String}}, arrayJoin({{days:Array(Date)}}), 0, '', '', 0, 0, 0,
-       0, 0, 0, toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC'),
-       fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')"""
+FROM (
+    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
+           score_sum, score_min, first_started, last_started
+    FROM ({DAY_AGGREGATES})
+    UNION ALL
+    SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', 0, 0, 0, 0, 0, 0,
+           toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC')
+)
+ORDER BY day, kind, skill_version, evaluator"""
 
 _READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
 _SET_READY = (
