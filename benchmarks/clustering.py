@@ -19,6 +19,7 @@ its cluster in under 5 ms; the cluster list under 200 ms over 10 million activat
 from __future__ import annotations
 
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -167,6 +168,7 @@ def runs_bench(sizes: list[int], console: Console, *, pca: tuple[int, ...]) -> d
             report[str(size)] = entry
         finally:
             store.close()
+            shutil.rmtree(folder, ignore_errors=True)
     return report
 
 
