@@ -206,6 +206,11 @@ def test_keyboard_moves_opens_searches_and_helps(page: Page, server: RunningServ
     assert page.locator("dialog#help").is_visible()
     page.keyboard.press("Escape")
     assert not page.locator("dialog#help").is_visible()
+    # the "go to" box takes an id
+    activation = _activations(server)[0]["activation_id"]
+    page.fill("#go-box", activation)
+    page.press("#go-box", "Enter")
+    page.wait_for_url(f"**/activations/{activation}")
 
 
 def test_the_clusters_page_lists_the_clusters_the_api_lists(
