@@ -11,6 +11,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from skillsight.rebuild._gc_pause import gc_paused
 from skillsight.rebuild.activations import SkillContract
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
 from skillsight.rebuild.trajectories import (
@@ -110,7 +111,28 @@ def rebuild_sessions(
     One in ``hold_below`` that misses a parent span and has fewer spans than its number is
     left alone too (the finalizer's bound on provisional rebuilds of a growing turn).
     """
-    hold_below = hold_below or {}
+    with gc_paused():
+        return _rebuild_sessions(
+            store,
+            keys,
+            rebuild=rebuild,
+            catalogue=catalogue,
+            require_complete=require_complete,
+            provisional=provisional,
+            hold_below=hold_below or {},
+        )
+
+
+def _rebuild_sessions(
+    store: Store,
+    keys: Sequence[tuple[str, str, int]],
+    *,
+    rebuild: RebuildFn,
+    catalogue: CatalogueFn | None,
+    require_complete: Container[tuple[str, str]],
+    provisional: Container[tuple[str, str]],
+    hold_below: Mapping[tuple[str, str], int],
+) -> tuple[list[Outcome], list[int]]:
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
     projects = list(dict.fromkeys(p for p, _, _ in keys))
