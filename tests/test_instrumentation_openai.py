@@ -1003,6 +1003,9 @@ def test_the_collector_rebuilds_the_same_activation_from_the_exported_spans(
             "allowed_tools": ["run_script"],
             "version": skill_version(folder),
             "source_uri": folder.as_uri(),
+            # no catalogue here: every field of the contract is what the span reported
+            "catalogued": False,
+            "reported": ["allowed_tools", "description", "source_uri", "version"],
         },
     }
     assert [

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import select
+import selectors
 import subprocess
 import sys
 import threading
@@ -470,15 +471,17 @@ class ChdbHttpServer:
         assert process.stdout is not None
         deadline = time.monotonic() + self.startup_timeout
         line = b""
-        while not line.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([process.stdout], [], [], max(remaining, 0))
-            if not ready:
-                raise RuntimeError(f"chdb-http did not start within {self.startup_timeout}s")
-            chunk = os.read(process.stdout.fileno(), 1024)
-            if not chunk:
-                raise RuntimeError(f"chdb-http exited at start-up (code {process.wait()})")
-            line += chunk
+        # a selector, not select(): a long test session may hold descriptors past FD_SETSIZE
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while not line.endswith(b"\n"):
+                remaining = deadline - time.monotonic()
+                if not selector.select(max(remaining, 0)):
+                    raise RuntimeError(f"chdb-http did not start within {self.startup_timeout}s")
+                chunk = os.read(process.stdout.fileno(), 1024)
+                if not chunk:
+                    raise RuntimeError(f"chdb-http exited at start-up (code {process.wait()})")
+                line += chunk
         text = line.decode().strip()
         if not text.startswith(_READY):
             raise RuntimeError(f"chdb-http said {text!r} instead of its port")
