@@ -411,6 +411,10 @@ def test_ctfidf_ranks_terms_distinctive_of_a_cluster() -> None:
     assert "<n>" not in terms_of("<n> of <n> calls") and terms_of("<path>.csv the Bash") == ["bash"]
     label = cluster_label("allowed_tools", "tool_not_allowed", ["bash", "read"], ["sales-report"])
     assert label == "allowed_tools · tool_not_allowed · bash, read · sales-report"
+    # a term the label already shows, however spelt, is not repeated
+    repeated = ["rm_rf_outside_workspace", "allowed-tools", "secret", "deploy-check"]
+    label = cluster_label("security", "rm_rf_outside_workspace", repeated, ["deploy-check"])
+    assert label == "security · rm_rf_outside_workspace · allowed-tools, secret · deploy-check"
 
 
 def test_the_lifecycle_of_a_cluster() -> None:

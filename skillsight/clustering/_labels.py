@@ -76,11 +76,18 @@ def cluster_label(evaluator: str, kind: str, terms: Sequence[str], skills: Seque
     parts = [evaluator]
     if kind:
         parts.append(kind)
-    if terms:
-        parts.append(", ".join(terms))
+    shown = {_same(name) for name in (evaluator, kind, *skills)}
+    distinct = [term for term in terms if _same(term) not in shown]
+    if distinct:
+        parts.append(", ".join(distinct))
     if skills:
         parts.append(skills[0] if len(skills) == 1 else f"{skills[0]} +{len(skills) - 1}")
     return " · ".join(p for p in parts if p)
+
+
+def _same(name: str) -> str:
+    """A name as compared with the label's other parts: ``allowed-tools`` is ``allowed_tools``."""
+    return name.lower().replace("-", "_")
 
 
 __all__ = ["cluster_label", "ctfidf_terms", "terms_of"]
