@@ -159,8 +159,10 @@ def test_each_scenario_is_scored_as_its_manifest_expects(
     evaluations = activation["evaluations"]
     assert [e["evaluator"] for e in evaluations] == list(DETERMINISTIC)
     assert {e["evaluator"]: e["passed"] for e in evaluations} == expected_verdicts(name)
+    versions = {evaluator.name: evaluator.version for evaluator in deterministic_registry()}
     for evaluation in evaluations:
-        assert evaluation["version"] == "1" and evaluation["error"] == ""
+        assert evaluation["version"] == versions[evaluation["evaluator"]]
+        assert evaluation["error"] == ""
         if evaluation["passed"] is None:
             assert (evaluation["score"], evaluation["label"]) == (None, "not_applicable")
         elif evaluation["passed"]:

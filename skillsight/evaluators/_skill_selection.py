@@ -62,7 +62,7 @@ def visible_skills(activation: Activation, context: EvaluationContext) -> list[V
 
 class SkillSelectionEvaluator(Evaluator):
     name = "skill_selection"
-    version = "1"
+    version = "2"  # 2: MiniLM in bfloat16 where the CPU has it (similarities move by up to 0.004)
     threshold = 0.5
     summary = "the activated skill fits the request (F1 against a golden case when known)"
 
