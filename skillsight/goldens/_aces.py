@@ -21,7 +21,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from skillsight.errors import GoldenSetError
-from skillsight.goldens._model import GoldenCase, Provenance, check_unique, first_error
+from skillsight.goldens._model import (
+    GoldenCase,
+    Provenance,
+    case_object,
+    check_unique,
+    first_error,
+    string_list,
+)
 
 FORMAT = "aces"
 SCHEMA_VERSION = "1"
@@ -71,21 +78,9 @@ def write_aces(
     }
 
 
-def _text_list(value: Any, where: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise GoldenSetError(f"{where} must be a list of strings")
-    return list(value)
-
-
 def _case(item: Any, index: int, skill_name: str) -> GoldenCase:
     where = f"cases[{index}]"
-    if not isinstance(item, Mapping):
-        raise GoldenSetError(f"{where} is not an object")
-    extra = item.get("skillsight") or {}
-    if not isinstance(extra, Mapping):
-        raise GoldenSetError(f"{where}.skillsight is not an object")
+    item, extra = case_object(item, where)
     raw_id = item.get("id")
     if raw_id is None or isinstance(raw_id, bool):
         raise GoldenSetError(f"{where} has no id")
@@ -94,13 +89,13 @@ def _case(item: Any, index: int, skill_name: str) -> GoldenCase:
             case_id=str(raw_id),
             question=item.get("question") or "",
             ground_truth=item.get("ground_truth"),
-            expected_behavior=_text_list(
+            expected_behavior=string_list(
                 item.get("expected_behavior"), f"{where}.expected_behavior"
             ),
             expected_skill=item.get("expected_skill", skill_name),
             expected_script=item.get("expected_script"),
             environment=item.get("environment"),
-            files=_text_list(extra.get("files"), f"{where}.skillsight.files"),
+            files=string_list(extra.get("files"), f"{where}.skillsight.files"),
             should_trigger=extra.get("should_trigger"),
             tags=dict(extra.get("tags") or {}),
             status=extra.get("status", "active"),

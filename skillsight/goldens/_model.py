@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -151,3 +152,22 @@ def first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     place = ".".join(str(p) for p in error.get("loc", ()))
     return f"{place}: {error.get('msg', 'invalid')}" if place else str(error.get("msg"))
+
+
+def string_list(value: Any, where: str) -> list[str]:
+    """A file's list of strings (absent: empty); a clear error naming ``where`` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise GoldenSetError(f"{where} must be a list of strings")
+    return list(value)
+
+
+def case_object(item: Any, where: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """A case of an evals file as an object, and its ``skillsight`` extension (absent: empty)."""
+    if not isinstance(item, Mapping):
+        raise GoldenSetError(f"{where} is not an object")
+    extra = item.get("skillsight") or {}
+    if not isinstance(extra, Mapping):
+        raise GoldenSetError(f"{where}.skillsight is not an object")
+    return item, extra

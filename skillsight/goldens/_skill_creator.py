@@ -25,8 +25,10 @@ from skillsight.goldens._model import (
     GoldenCase,
     Provenance,
     case_id_for,
+    case_object,
     check_unique,
     first_error,
+    string_list,
 )
 
 FORMAT = "skill-creator"
@@ -60,21 +62,9 @@ def write_skill_creator(skill_name: str, cases: list[GoldenCase]) -> dict[str, A
     return {"skill_name": skill_name, "evals": evals}
 
 
-def _strings(value: Any, where: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise GoldenSetError(f"{where} must be a list of strings")
-    return list(value)
-
-
 def _eval(item: Any, index: int, skill_name: str) -> GoldenCase:
     where = f"evals[{index}]"
-    if not isinstance(item, Mapping):
-        raise GoldenSetError(f"{where} is not an object")
-    extra = item.get("skillsight") or {}
-    if not isinstance(extra, Mapping):
-        raise GoldenSetError(f"{where}.skillsight is not an object")
+    item, extra = case_object(item, where)
     key = "expectations" if "expectations" in item else "assertions"
     expected_output = item.get("expected_output")
     raw_id = extra.get("case_id") or f"eval-{item.get('id', index + 1)}"
@@ -83,11 +73,11 @@ def _eval(item: Any, index: int, skill_name: str) -> GoldenCase:
             case_id=str(raw_id),
             question=item.get("prompt") or "",
             ground_truth=expected_output if expected_output else None,
-            expected_behavior=_strings(item.get(key), f"{where}.{key}"),
+            expected_behavior=string_list(item.get(key), f"{where}.{key}"),
             expected_skill=extra.get("expected_skill", skill_name),
             expected_script=extra.get("expected_script"),
             environment=extra.get("environment"),
-            files=_strings(item.get("files"), f"{where}.files"),
+            files=string_list(item.get("files"), f"{where}.files"),
             should_trigger=extra.get("should_trigger"),
             tags=dict(extra.get("tags") or {}),
             status=extra.get("status", "active"),
