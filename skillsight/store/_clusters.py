@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pyarrow as pa
 
-from skillsight.store._failures import insert
-from skillsight.store._sql import RowLayout
+from skillsight.store._sql import RowLayout, insert_rows
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -406,13 +405,13 @@ class Clusters:
     # -- writes --------------------------------------------------------------------------------
 
     def write_members(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
-        return insert(self._store, "cluster_members", MEMBER_ROW, _of(project_id, rows))
+        return insert_rows(self._store, "cluster_members", MEMBER_ROW, _of(project_id, rows))
 
     def write_clusters(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
-        return insert(self._store, "clusters", CLUSTER_ROW, _of(project_id, rows))
+        return insert_rows(self._store, "clusters", CLUSTER_ROW, _of(project_id, rows))
 
     def write_status(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
-        return insert(self._store, "cluster_status", STATUS_ROW, _of(project_id, rows))
+        return insert_rows(self._store, "cluster_status", STATUS_ROW, _of(project_id, rows))
 
     def advice(self, project_id: str, ids: Sequence[str]) -> dict[str, AdviceRow]:
         """The newest advice on each of some clusters (those with any)."""
@@ -422,11 +421,11 @@ class Clusters:
         return {str(r["cluster_id"]): r for r in found}  # type: ignore[misc]
 
     def write_advice(self, project_id: str, rows: Sequence[dict[str, Any]]) -> int:
-        return insert(self._store, "cluster_advice", ADVICE_ROW, _of(project_id, rows))
+        return insert_rows(self._store, "cluster_advice", ADVICE_ROW, _of(project_id, rows))
 
     def write_run(self, project_id: str, row: dict[str, Any]) -> int:
         """Commit a run (write it after its members and clusters)."""
-        return insert(self._store, "cluster_runs", RUN_ROW, _of(project_id, [row]))
+        return insert_rows(self._store, "cluster_runs", RUN_ROW, _of(project_id, [row]))
 
 
 def _of(project_id: str, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 import pyarrow as pa
 
-from skillsight.errors import StoreError
-from skillsight.store._sql import RowLayout
+from skillsight.store._sql import RowLayout, insert_rows
 from skillsight.store.records import Activation
 
 if TYPE_CHECKING:
@@ -180,22 +179,6 @@ class FailedSince(NamedTuple):
     evaluated_at_us: int
 
 
-def insert(store: Store, table: str, layout: RowLayout, rows: Sequence[dict[str, Any]]) -> int:
-    """Insert ``rows`` in one batch through ``layout`` (times as µs since the epoch)."""
-    if not rows:
-        return 0
-    schema = pa.schema([(name, kind) for name, kind, _, _ in layout])
-    try:
-        data = pa.Table.from_pylist(list(rows), schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
-        raise StoreError(f"malformed {table} rows: {exc}") from exc
-    structure = ", ".join(f"{name} {ch_type}" for name, _, ch_type, _ in layout)
-    columns = [name for name, *_ in layout]
-    select = ", ".join(expression for *_, expression in layout)
-    store.insert_select(table, columns, select, data, structure)
-    return int(data.num_rows)
-
-
 class Failures:
     """Which activations fail, their records, and their stored failure texts and vectors."""
 
@@ -293,4 +276,4 @@ class Failures:
         """Store failure rows (the columns of ``FAILURE_ROW``, times in µs); the newest row
         of an activation is its failure."""
         stamped = [{**row, "project_id": project_id} for row in rows]
-        return insert(self._store, "failures", FAILURE_ROW, stamped)
+        return insert_rows(self._store, "failures", FAILURE_ROW, stamped)

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import pyarrow as pa
 
-from skillsight.errors import StoreError
-from skillsight.store._sql import RowLayout, iso_micros
+from skillsight.store._sql import RowLayout, insert_rows, iso_micros
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -26,22 +25,6 @@ _I64 = pa.int64()
 def time_column(name: str) -> tuple[str, pa.DataType, str, str]:
     """A DateTime64 column streamed as µs since the epoch."""
     return (name, _I64, "Int64", f"fromUnixTimestamp64Micro({name}, 'UTC')")
-
-
-def insert_rows(store: Store, table: str, layout: RowLayout, rows: Sequence[dict[str, Any]]) -> int:
-    """Insert ``rows`` (dicts keyed by column) in one batch through ``layout``."""
-    if not rows:
-        return 0
-    schema = pa.schema([(name, kind) for name, kind, _, _ in layout])
-    try:
-        data = pa.Table.from_pylist(list(rows), schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
-        raise StoreError(f"malformed {table} rows: {exc}") from exc
-    structure = ", ".join(f"{name} {ch_type}" for name, _, ch_type, _ in layout)
-    columns = [name for name, *_ in layout]
-    select = ", ".join(expression for *_, expression in layout)
-    store.insert_select(table, columns, select, data, structure)
-    return int(data.num_rows)
 
 
 SET_ROW: RowLayout = (

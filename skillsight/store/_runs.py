@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 import pyarrow as pa
 
-from skillsight.store._goldens import insert_rows, time_column
-from skillsight.store._sql import RowLayout, iso_micros
+from skillsight.store._goldens import time_column
+from skillsight.store._sql import RowLayout, insert_rows, iso_micros
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+from skillsight.errors import StoreError
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
 
 # Settings that keep reads bounded and JSON numbers numeric.
 READ_SETTINGS: Mapping[str, Any] = {
@@ -43,3 +48,19 @@ SCORE_AGGREGATES = """
        countIf(passed = true) AS passed,
        avgIf(assumeNotNull(score), score IS NOT NULL) AS mean_score,
        minIf(assumeNotNull(score), score IS NOT NULL) AS min_score"""
+
+
+def insert_rows(store: Store, table: str, layout: RowLayout, rows: Sequence[dict[str, Any]]) -> int:
+    """Insert ``rows`` (dicts keyed by column) in one batch through ``layout``."""
+    if not rows:
+        return 0
+    schema = pa.schema([(name, kind) for name, kind, _, _ in layout])
+    try:
+        data = pa.Table.from_pylist(list(rows), schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
+        raise StoreError(f"malformed {table} rows: {exc}") from exc
+    structure = ", ".join(f"{name} {ch_type}" for name, _, ch_type, _ in layout)
+    columns = [name for name, *_ in layout]
+    select = ", ".join(expression for *_, expression in layout)
+    store.insert_select(table, columns, select, data, structure)
+    return int(data.num_rows)
