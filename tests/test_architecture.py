@@ -26,7 +26,8 @@ def run(
 
 def test_import_contracts_hold() -> None:
     """The stages import only the ones below them (pyproject's import-linter contracts: cli ->
-    api -> runtime|reports -> clustering -> evaluators -> rebuild|ingest -> store -> skills);
+    api -> reports -> reruns -> runtime|goldens -> clustering -> evaluators -> rebuild|ingest ->
+    store -> skills);
     instrumentation imports nothing of the service; product code never imports the demo, the
     benchmarks or the tests."""
     result = run(str(BIN / "lint-imports"), "--no-cache")
