@@ -6,13 +6,16 @@ A process runs one *role* (DESIGN.md, *Scale-out*): ``all`` (the single-machine 
 that keeps "nothing acknowledged is lost" and "nothing complete goes unscored":
 
 1. the store (closed last);
-2. the evaluation scheduler (left after everything that feeds it has flushed);
-3. the clusterer, which assigns each failure the scheduler writes to its cluster (it polls the
-   store every ``cluster_assign_poll_s``) and re-clusters on a schedule;
-4. the finalizer, which rebuilds sessions and feeds the scheduler (left after the writer has
+2. the evaluation scheduler (left after everything that feeds it has flushed), and beside it
+   the read-model refresher (the scorecard aggregates of the days it scored) and the clusterer,
+   which assigns each failure the scheduler writes to its cluster (it polls the store every
+   ``cluster_assign_poll_s``) and re-clusters on a schedule; failures scored in the last
+   moments before a stop are not assigned online: the next run, which reads them from the
+   store, clusters them;
+3. the finalizer, which rebuilds sessions and feeds the scheduler (left after the writer has
    drained, so its final pass sees every acknowledged row), or, in a process that evaluates
    without rebuilding, the poller that finds rebuilt sessions in the store;
-5. the collector and its batch writer (left first: its queue drains into the store).
+4. the collector and its batch writer (left first: its queue drains into the store).
 
 Every collaborator can be injected (a store, a scheduler, a rebuild function), so tests build
 the same graph the service runs.
