@@ -40,10 +40,10 @@ from demo.scenario_library import build_scenario
 from skillsight.evaluators import Evaluation
 from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.ingest import otlp
-from skillsight.rebuild.activations import Activation, activation_id
 from skillsight.rebuild.catalogue import register_skill_dirs, store_catalogue
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.store import SessionRebuild, Store, stamp_iso
+from skillsight.store.records import Activation, activation_id
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 CAPTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "captures" / "scenarios"

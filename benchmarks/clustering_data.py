@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from benchmarks.clustering_corpus import PATTERNS, Corpus, Item
 from skillsight.evaluators import Evaluation
-from skillsight.rebuild.activations import Activation, activation_id
 from skillsight.store import Store
+from skillsight.store.records import Activation, activation_id
 
 _TOOL_ID = re.compile(r"toolu_[0-9A-Za-z]{12,}")
 _VOCABULARY = (

@@ -38,14 +38,8 @@ from skillsight.evaluators import (
     deterministic_registry,
     run_evaluators,
 )
-from skillsight.rebuild.activations import (
-    Activation,
-    SkillContract,
-    Tokens,
-    ToolCall,
-    VisibleSkill,
-)
 from skillsight.skills import SkillManifest
+from skillsight.store.records import Activation, SkillContract, Tokens, ToolCall, VisibleSkill
 
 CHEAP = tuple(name for name in DETERMINISTIC if name != "skill_selection")
 WORKSPACE = "/home/dev/project"

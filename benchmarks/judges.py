@@ -45,9 +45,9 @@ from skillsight.evaluators.judges import (
     render_inputs,
 )
 from skillsight.evaluators.scheduler import ContextAssembler, EvaluationScheduler
-from skillsight.rebuild.activations import Activation, SkillContract, ToolCall
 from skillsight.rebuild.finalizer import ActivationsReady
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import Activation, SkillContract, ToolCall
 
 _CHECK = re.compile(r"^- `([^`]+)`:", re.M)
 _STEP = re.compile(

@@ -29,7 +29,7 @@ from rich.table import Table
 from demo import replay
 from demo.workload import create_demo_project, run_demo
 from skillsight.cli.views import print_activation, print_evaluations
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 console = Console()
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skillsight.ingest import otlp
-from skillsight.rebuild.activations import Activation, Tokens, ToolCall
 from skillsight.rebuild.trajectories import atif
 from skillsight.store import Store
+from skillsight.store.records import Activation, Tokens, ToolCall
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures" / "claude_code"

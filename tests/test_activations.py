@@ -32,11 +32,11 @@ from skillsight.instrumentation import (
     record_tool_call,
     skill_activation,
 )
-from skillsight.rebuild.activations import Activation, SkillContract, VisibleSkill
 from skillsight.rebuild.catalogue import Catalogue, store_catalogue
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.skills import SkillManifest, load_skill
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import Activation, SkillContract, VisibleSkill
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"

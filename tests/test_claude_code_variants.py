@@ -23,13 +23,13 @@ from demo.scenario_library import build_scenario
 from skillsight.evaluators import DETERMINISTIC, Evaluation, deterministic_registry, run_evaluators
 from skillsight.evaluators.scheduler import ContextAssembler
 from skillsight.ingest import otlp
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.catalogue import store_catalogue
 from skillsight.rebuild.finalizer import is_complete
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.rebuild.visibility import GAPS, Visibility
 from skillsight.skills import scan
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import Activation
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"

@@ -38,7 +38,7 @@ from skillsight.clustering import (
 )
 from skillsight.errors import ConfigError
 from skillsight.evaluators import Evaluation, Evidence, Finding, default_embedder
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.store.records import Activation, ToolCall
 
 HOUR = 3_600_000_000
 

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from skillsight.clustering import ClusterState
 from skillsight.evaluators import Evaluation, Evidence, Finding
-from skillsight.rebuild.activations import Activation
 from skillsight.store import SessionRebuild, Store, stamp_iso
+from skillsight.store.records import Activation
 
 P = "proj"
 NOW = 1_790_000_000_000_000

@@ -78,7 +78,7 @@ from skillsight.evaluators.security._secrets import (
     may_hold_secrets,
     redact,
 )
-from skillsight.rebuild.activations import Activation, Tokens, ToolCall
+from skillsight.store.records import Activation, Tokens, ToolCall
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 

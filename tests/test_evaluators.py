@@ -41,16 +41,10 @@ from skillsight.evaluators import (
 from skillsight.evaluators.security import destructive, find_secrets, scan_untrusted
 from skillsight.evaluators.security._roots import Roots
 from skillsight.ingest import otlp
-from skillsight.rebuild.activations import (
-    Activation,
-    SkillContract,
-    Tokens,
-    ToolCall,
-    VisibleSkill,
-)
 from skillsight.rebuild.session import rebuild_session
 from skillsight.skills import SkillManifest, load_skill
 from skillsight.store import EmbeddedStore, Store
+from skillsight.store.records import Activation, SkillContract, Tokens, ToolCall, VisibleSkill
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 WS = "/work/proj"

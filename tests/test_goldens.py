@@ -26,9 +26,9 @@ from skillsight.goldens import (
     render_cases,
     write_cases_file,
 )
-from skillsight.rebuild.activations import Activation, SkillContract, ToolCall
 from skillsight.rebuild.trajectories import atif
 from skillsight.store import Store
+from skillsight.store.records import Activation, SkillContract, ToolCall
 
 SKILL = "csv-summary"
 SCRIPT = "scripts/summarize_csv.py"

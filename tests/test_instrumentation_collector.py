@@ -22,9 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from skillsight.ingest import otlp
 from skillsight.instrumentation import ClaudeAgentSDKInstrumentor
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.session import rebuild_session
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import Activation
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 from tests.harness.otlp_capture import OtlpCapture
 from tests.test_instrumentation_claude import claude_session

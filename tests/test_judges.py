@@ -66,10 +66,10 @@ from skillsight.evaluators.judges import (
     render_inputs,
     verdict_schema,
 )
-from skillsight.rebuild.activations import Activation, SkillContract, ToolCall, VisibleSkill
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.rebuild.trajectories import atif
 from skillsight.store import EmbeddedStore, Store
+from skillsight.store.records import Activation, SkillContract, ToolCall, VisibleSkill
 from tests.test_activations import SCENARIOS, load
 
 MODEL = "openai/judge-test"

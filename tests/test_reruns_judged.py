@@ -11,9 +11,9 @@ from typing import Any
 from demo.scripted_openai import HttpError, Json, ScriptedOpenAI
 from skillsight.evaluators.judges import JudgeClient, JudgeSettings, release_connections
 from skillsight.goldens import GoldenCase, judge_behavior
-from skillsight.rebuild.activations import Activation, ToolCall
 from skillsight.rebuild.trajectories import atif
 from skillsight.reruns import RunScorer
+from skillsight.store.records import Activation, ToolCall
 
 SKILL = "csv-summary"
 

@@ -36,13 +36,13 @@ from skillsight.evaluators.scheduler import (
     partition_of,
     sample_point,
 )
-from skillsight.rebuild.activations import Activation, VisibleSkill
 from skillsight.rebuild.finalizer import ActivationsReady, default_rebuild, rebuild_sessions
 from skillsight.rebuild.session import Rebuilt, rebuild_session
 from skillsight.reports import EvaluationOut, scorecard, with_evaluations
 from skillsight.runtime import build_scheduler
 from skillsight.skills import load_skill
 from skillsight.store import EmbeddedStore, ServerStore, Store
+from skillsight.store.records import Activation, VisibleSkill
 from tests.harness.scenario_captures import CAPTURES
 from tests.test_activations import load
 

@@ -21,11 +21,11 @@ from benchmarks.synthetic_store import (
 )
 from skillsight.config import Settings
 from skillsight.evaluators.scheduler import EvaluationScheduler
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.trajectories import atif
 from skillsight.runtime import build_services
 from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
 from skillsight.store._rollups import CLOCK_MARGIN_US
+from skillsight.store.records import Activation
 
 PROJECT = "p"
 SKILLS = skill_names(4)

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from skillsight.rebuild.activations import Activation, Tokens, ToolCall
 from skillsight.rebuild.trajectories import atif
 from skillsight.reports import scorecard, session_steps, skill_page, skills_overview
 from skillsight.store import Store
+from skillsight.store.records import Activation, Tokens, ToolCall
 
 
 @dataclass

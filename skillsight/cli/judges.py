@@ -16,7 +16,7 @@ from rich.table import Table
 
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import SkillsightError
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 __all__ = ["judges_app"]
 

@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from skillsight.cli._api import NotFound, ServiceClient, SourceError
-from skillsight.rebuild.activations import Activation
 from skillsight.reports import evaluations_of
+from skillsight.store.records import Activation
 
 __all__ = [
     "ApiSource",

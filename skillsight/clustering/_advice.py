@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 from skillsight.clustering._trend import rank_score, trend_of
 from skillsight.errors import SkillsightError
 from skillsight.evaluators.judges import JudgeClient
-from skillsight.rebuild.activations import Activation
 from skillsight.store import ClusterRow, Store
+from skillsight.store.records import Activation
 
 Layer = Literal["skill_description", "skill_body", "allowed_tools", "agent_prompt", "integration"]
 _FENCE = "=" * 12

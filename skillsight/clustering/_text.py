@@ -21,7 +21,7 @@ from typing import Any
 
 from skillsight.clustering._normalize import normalize
 from skillsight.evaluators import Evaluation, Finding
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.store.records import Activation, ToolCall
 
 # Cluster severities, the most urgent first; a failing security evaluation outranks the rest.
 SEVERITY_ORDER: tuple[str, ...] = ("critical", "high", "medium", "low")

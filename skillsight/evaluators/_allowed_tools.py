@@ -7,8 +7,8 @@ from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._workspace import place_of
-from skillsight.rebuild.activations import Activation
 from skillsight.skills import AllowedTools
+from skillsight.store.records import Activation
 
 
 class AllowedToolsEvaluator(Evaluator):

@@ -9,7 +9,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 DEFAULT_WINDOW = 200
 DEFAULT_MIN_SAMPLES = 5

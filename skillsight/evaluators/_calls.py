@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from skillsight.rebuild.activations import ToolCall
+from skillsight.store.records import ToolCall
 
 # Argument keys that hold a shell command line, across agents (Claude Code Bash, Codex shell).
 _COMMAND_KEYS = ("command", "cmd")

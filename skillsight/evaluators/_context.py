@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from skillsight.evaluators._baseline import Baseline
 from skillsight.evaluators._embedding import Embedder
-from skillsight.rebuild.activations import VisibleSkill
 from skillsight.skills import SkillManifest
+from skillsight.store.records import VisibleSkill
 
 
 @dataclass(frozen=True, slots=True)

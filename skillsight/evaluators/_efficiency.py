@@ -19,7 +19,7 @@ from skillsight.evaluators._baseline import Baseline, total_tokens
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 ETA = 50.0
 """Sub-score (of 100) at the median."""

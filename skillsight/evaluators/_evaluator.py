@@ -23,7 +23,7 @@ from skillsight.evaluators._model import (
     Finding,
 )
 from skillsight.evaluators._seen import describe_unseen
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 
 class Evaluator(ABC):

@@ -25,7 +25,7 @@ from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._script_execution import expected_scripts, runs_among
 from skillsight.evaluators._seen import message_unseen, outputs_unseen
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 # Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d[\d,]*\d(?:\.\d+)?|\d\.\d+)(?![\w])")

@@ -15,7 +15,7 @@ from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
 from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
 from skillsight.evaluators.security import SecurityEvaluator
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 DETERMINISTIC: tuple[str, ...] = (
     "allowed_tools",

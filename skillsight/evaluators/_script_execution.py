@@ -10,7 +10,7 @@ from skillsight.evaluators._calls import call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.store.records import Activation, ToolCall
 
 # What may stand right before a script's relative path in a command: start, whitespace, a
 # quote, '=' or '/' (an absolute or ./ prefix). Right after it: end, whitespace, a quote or ';'.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.store.records import Activation, ToolCall
 
 __all__ = [
     "UNSEEN",

@@ -24,7 +24,7 @@ from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._embedding import Embedder, cosine
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.rebuild.activations import Activation, VisibleSkill
+from skillsight.store.records import Activation, VisibleSkill
 
 FIT = 0.3
 """Cosine similarity from which a description fits the request (MiniLM: unrelated texts stay

@@ -7,7 +7,7 @@ import json
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.rebuild.activations import Activation, ToolCall
+from skillsight.store.records import Activation, ToolCall
 
 # What json.dumps(args, sort_keys=True, separators=(",", ":"), default=str) uses, built once:
 # dumps with options builds a new encoder per call.

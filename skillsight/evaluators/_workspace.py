@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from skillsight.evaluators._calls import PATH_KEYS, call_view
 from skillsight.evaluators._context import EvaluationContext
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 __all__ = ["Place", "place_of"]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from skillsight.errors import GoldenSetError
 from skillsight.goldens._model import GoldenCase, Provenance, case_id_for
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 _SOFT = frozenset({"efficiency", "tool_errors"})
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from skillsight.evaluators.judges import JudgeCallError, JudgeClient
 from skillsight.goldens._draft import failing
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 MAX_ITEMS = 8
 _SYSTEM = """You write the expected behaviours of a regression test case for an agent skill.

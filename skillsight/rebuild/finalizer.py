@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from skillsight.errors import SkillsightError
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.catalogue import CatalogueFn
 from skillsight.rebuild.rebuild_pass import (
     Outcome,
@@ -52,6 +51,7 @@ from skillsight.rebuild.rebuild_pass import (
 )
 from skillsight.rebuild.visibility import Visibility
 from skillsight.store import Store, TouchedSession, stamp_iso
+from skillsight.store.records import Activation
 
 __all__ = [
     "ActivationsReady",

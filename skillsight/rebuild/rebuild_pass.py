@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from skillsight.rebuild._gc_pause import gc_paused
-from skillsight.rebuild.activations import SkillContract
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
 from skillsight.rebuild.trajectories import (
     REQUEST_EVENTS,
@@ -22,6 +21,7 @@ from skillsight.rebuild.trajectories import (
     requests_logged,
 )
 from skillsight.store import RebuildResult, SessionRebuild, Store
+from skillsight.store.records import SkillContract
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillsight.rebuild.activations import Activation, SkillContract
 from skillsight.rebuild.activations.extract import extract_activations
 from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.trajectories import atif
 from skillsight.rebuild.trajectories.build import build_trajectory
+from skillsight.store.records import Activation, SkillContract
 
 __all__ = ["Rebuilt", "rebuild_session"]
 
@@ -38,7 +38,7 @@ def rebuild_session(
     """Rows of one session (``Store.spans.find`` / ``list_events`` dicts) → what it was.
 
     ``catalogue`` holds the skills' declared contracts (from ``skillsight skills scan``): a
-    :class:`~skillsight.rebuild.activations.Catalogue` of every recorded version, or a plain
+    :class:`~skillsight.rebuild.catalogue.Catalogue` of every recorded version, or a plain
     ``{name: contract}`` mapping (one version per skill). An activation whose telemetry names
     the version it ran gets that version's contract, or, when the catalogue does not hold that
     version, only what its telemetry reported; one that names no version gets the latest.

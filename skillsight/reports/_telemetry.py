@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 
 class Tokens(BaseModel):

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from skillsight import semconv
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.trajectories import Trajectory, TrajectoryError, atif
 from skillsight.store import Store
+from skillsight.store.records import Activation
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ stored as an activation.
 from __future__ import annotations
 
 from skillsight.goldens import final_answer
-from skillsight.rebuild.activations import Activation, SkillContract, ToolCall
 from skillsight.rebuild.trajectories import Trajectory
 from skillsight.skills import SkillManifest
+from skillsight.store.records import Activation, SkillContract, ToolCall
 
 
 def run_tokens(trajectory: Trajectory) -> tuple[int, float]:

@@ -43,11 +43,11 @@ from skillsight.evaluators import (
 from skillsight.evaluators.judges import JudgeClient, JudgeEvaluator, Rubric, judge_context
 from skillsight.evaluators.judges import load_rubric as load_judge_rubric
 from skillsight.goldens import GoldenCase
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.trajectories import Trajectory
 from skillsight.reruns._goal import goal_accuracy
 from skillsight.reruns._run_view import run_tokens, run_view
 from skillsight.skills import SkillManifest
+from skillsight.store.records import Activation
 
 METRICS: tuple[str, ...] = (
     "security",

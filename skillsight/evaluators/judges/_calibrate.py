@@ -33,9 +33,9 @@ from skillsight.errors import EvaluatorError
 from skillsight.evaluators import Evaluation, Registry
 from skillsight.evaluators.judges._context import JudgeContext, SkillRubric
 from skillsight.evaluators.judges._judge import JudgeEvaluator
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.activations.extract import extract_activations
 from skillsight.rebuild.trajectories import atif
+from skillsight.store.records import Activation
 
 LABELS: tuple[str, str] = ("pass", "fail")
 _YES = {"pass", "true", "yes", "1", "passed"}

@@ -14,7 +14,7 @@ from typing import Any
 
 from skillsight.evaluators import Finding
 from skillsight.evaluators.judges._rubric import Check
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 
 @dataclass(frozen=True, slots=True)

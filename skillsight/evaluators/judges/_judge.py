@@ -39,7 +39,7 @@ from skillsight.evaluators.judges._fence import PLACEHOLDER, new_boundary, seal
 from skillsight.evaluators.judges._render import render_inputs
 from skillsight.evaluators.judges._rubric import Check, Rubric, system_prompt
 from skillsight.evaluators.judges._verdicts import verdict_schema
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 NOT_EVALUATED = "not_evaluated"
 """Label of an activation the judge did not look at (the spend cap was reached)."""

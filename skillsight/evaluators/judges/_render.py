@@ -21,8 +21,8 @@ from skillsight.evaluators import EvaluationContext
 from skillsight.evaluators.judges._context import JudgeContext
 from skillsight.evaluators.judges._fence import clip, fence
 from skillsight.evaluators.judges._rubric import Rubric
-from skillsight.rebuild.activations import Activation, ToolCall
 from skillsight.rebuild.trajectories.atif import Step, Trajectory
+from skillsight.store.records import Activation, ToolCall
 
 KEEP_AT_ENDS = 2
 

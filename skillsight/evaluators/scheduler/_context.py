@@ -26,10 +26,10 @@ from skillsight.errors import SkillError
 from skillsight.evaluators._baseline import RollingBaseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators.judges import judge_context
-from skillsight.rebuild.activations import Activation, VisibleSkill
 from skillsight.rebuild.trajectories.atif import Trajectory
 from skillsight.skills import SkillManifest, load_skill
 from skillsight.store import SkillEntry, Store
+from skillsight.store.records import Activation, VisibleSkill
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from skillsight.errors import ConfigError
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 _SCALE = float(1 << 64)
 

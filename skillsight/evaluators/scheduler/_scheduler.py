@@ -38,9 +38,9 @@ from skillsight.evaluators.scheduler._policy import (
     partition_of,
     policies,
 )
-from skillsight.rebuild.activations import Activation
 from skillsight.rebuild.finalizer import ActivationsReady
 from skillsight.store import Store
+from skillsight.store.records import Activation
 
 log = logging.getLogger(__name__)
 

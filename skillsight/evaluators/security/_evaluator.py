@@ -38,7 +38,7 @@ from skillsight.evaluators.security._content import (
 from skillsight.evaluators.security._gate import contains_any
 from skillsight.evaluators.security._roots import Roots, may_be_sensitive, sensitive_reference
 from skillsight.evaluators.security._secrets import SecretMatch, find_secrets, may_hold_secrets
-from skillsight.rebuild.activations import Activation
+from skillsight.store.records import Activation
 
 WEIGHTS = {"high": 1.0, "medium": 0.5, "low": 0.2, "info": 0.0}
 # Programs whose targets the workspace places (rm, chmod, chown, chgrp): without one of these

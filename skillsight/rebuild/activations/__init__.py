@@ -1,23 +1,6 @@
-"""Skill activations: the record and its extraction from a session trajectory."""
+"""Skill activations: their extraction from a session trajectory (the record itself is
+:class:`skillsight.store.records.Activation`)."""
 
 from skillsight.rebuild.activations.extract import extract_activations
-from skillsight.store.records import (
-    Activation,
-    SkillContract,
-    Tokens,
-    ToolCall,
-    Trigger,
-    VisibleSkill,
-    activation_id,
-)
 
-__all__ = [
-    "Activation",
-    "SkillContract",
-    "Tokens",
-    "ToolCall",
-    "Trigger",
-    "VisibleSkill",
-    "activation_id",
-    "extract_activations",
-]
+__all__ = ["extract_activations"]
