@@ -186,7 +186,11 @@ def decode_or_refuse(signal: str, body: bytes, encoding: str) -> otlp.Decoded | 
     except DecodeError:
         return None
     schema = SPAN_SCHEMA if signal == otlp.TRACES else EVENT_SCHEMA
-    decoded.columns.to_arrow(schema)  # what the collector does next; must not raise
+    table = decoded.columns.to_arrow(schema)  # what the collector does next; must not raise
+    # every kept item is a row, every turned-away one is counted and, when any is, explained
+    assert table.num_rows == len(decoded.columns) == decoded.accepted
+    assert decoded.rejected >= 0 and (decoded.reasons or not decoded.rejected)
+    assert bool(decoded.message()) == bool(decoded.rejected or decoded.repaired)
     return decoded
 
 
