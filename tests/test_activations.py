@@ -283,6 +283,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "contract": None,
         "workspace": "",  # this capture was recorded without process.working_directory
         "rebuilt_at": "",  # set when the store writes the record
+        "rerun_id": "",  # production traffic: no skillsight.rerun.id resource attribute
         "settled": True,
     }
     assert len(during) == 2  # the two LLM calls Claude Code made while the skill was active

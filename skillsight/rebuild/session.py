@@ -46,4 +46,7 @@ def rebuild_session(
     """
     trajectory = build_trajectory(spans, events, session_id=session_id)
     activations = extract_activations(trajectory, project_id=project_id, catalogue=catalogue)
+    rerun = str((trajectory.extra or {}).get("rerun_id") or "")
+    if rerun:  # a paired rerun's session: stored and scored, kept out of production read models
+        activations = [a.model_copy(update={"rerun_id": rerun}) for a in activations]
     return Rebuilt(trajectory.session_id or "", trajectory, activations)

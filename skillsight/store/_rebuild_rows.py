@@ -70,6 +70,7 @@ ACTIVATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("cache_creation_tokens", _I64, "Int64", "toUInt64(cache_creation_tokens)"),
     ("cost_usd", _F64, "Float64", "cost_usd"),
     ("record", _STR, "String", "record"),
+    ("rerun_id", _STR, "String", "rerun_id"),
     ("rebuilt_at", _I64, "Int64", "fromUnixTimestamp64Micro(rebuilt_at, 'UTC')"),
 )
 
@@ -158,6 +159,7 @@ def _activation_values(
         "cache_creation_tokens": record.tokens.cache_creation,
         "cost_usd": float(record.cost_usd),
         "record": record.model_dump_json(),
+        "rerun_id": record.rerun_id,
         "rebuilt_at": stamp,
     }
 

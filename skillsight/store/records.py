@@ -163,6 +163,12 @@ class Activation(BaseModel):
         description="when this version of the record was rebuilt (ISO 8601, UTC); a session "
         "rebuilt on late rows replaces it, and each evaluation names the rebuild it scored",
     )
+    rerun_id: str = Field(
+        default="",
+        description="the paired rerun (skillsight rerun) whose agent ran the session, from its "
+        "skillsight.rerun.id resource attribute; '' for production traffic. Rerun activations "
+        "are stored and scored but left out of production read models",
+    )
     settled: bool = Field(
         default=True,
         description="false while its session is incomplete (still running, or its root span "

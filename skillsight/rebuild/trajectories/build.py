@@ -23,6 +23,7 @@ from skillsight.rebuild.trajectories._draft import AgentDraft
 from skillsight.rebuild.trajectories._merge import merge, nest_subagents
 from skillsight.rebuild.trajectories._rows import Event, Span, unique_events, unique_spans
 from skillsight.rebuild.trajectories.atif import Trajectory
+from skillsight.semconv import SKILLSIGHT_RERUN_ID
 
 # Richest first: explicit activation spans, then per-call texts/costs, then transcripts.
 _PRECEDENCE = ("skillsight", "gen_ai", "claude_code", "openinference", "traceai")
@@ -69,6 +70,9 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
     workspace = _workspace_of(spans, events)
     if workspace:
         primary.extra["workspace"] = workspace
+    rerun = _rerun_of(spans, events)
+    if rerun:
+        primary.extra["rerun_id"] = rerun
     return primary
 
 
@@ -86,6 +90,18 @@ def _workspace_of(spans: list[Span], events: list[Event]) -> str:
         if found and found.startswith("/"):
             counts[found] += 1
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if counts else ""
+
+
+def _rerun_of(spans: list[Span], events: list[Event]) -> str:
+    """The paired rerun (``skillsight rerun``) whose agent sent the rows ("" for production
+    traffic): their ``skillsight.rerun.id`` resource attribute, the least when several."""
+    found = ""
+    for rows in (spans, events):
+        for row in rows:
+            tag = row.resource.get(SKILLSIGHT_RERUN_ID)
+            if tag and (not found or tag < found):
+                found = tag
+    return found
 
 
 def _session_of(spans: list[Span], events: list[Event]) -> str:
