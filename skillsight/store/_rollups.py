@@ -104,18 +104,20 @@ SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)
 
 _NOW = "SELECT toUnixTimestamp64Micro(now64(6)) AS now_us"
 
-# Per (project, skill, day): the newest mark and the newest refresh.
+# Per (project, skill, day): the newest mark, the newest refresh and its format.
 _DAY_STATES = """
 SELECT project_id, skill_name, toString(day) AS day,
        toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
-       toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us
+       toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us,
+       argMax(format, refreshed_at) AS format
 FROM (
-    SELECT project_id, skill_name, day, marked_at, toDateTime64(0, 6, 'UTC') AS refreshed_at
+    SELECT project_id, skill_name, day, marked_at, toDateTime64(0, 6, 'UTC') AS refreshed_at,
+           toUInt64(0) AS format
     FROM scorecard_marks
     WHERE ({project:String} = '' OR project_id = {project:String})
       AND ({skill:String} = '' OR skill_name = {skill:String})
     UNION ALL
-    SELECT project_id, skill_name, day, toDateTime64(0, 6, 'UTC'), refreshed_at
+    SELECT project_id, skill_name, day, toDateTime64(0, 6, 'UTC'), refreshed_at, activations
     FROM scorecard_days
     WHERE kind = 0
       AND ({project:String} = '' OR project_id = {project:String})
@@ -140,9 +142,9 @@ CURRENT_ROWS = """
       AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
       AND ({evaluator:String} = '' OR evaluator = {evaluator:String})"""
 
-# Per day: per skill version the distinct activations (kind 1), per version and evaluator the
-# counts and sums of the current rows (kind 2).
-DAY_AGGREGATES = f"""
+
+def _day_aggregates(extra: str = "", rows: str = CURRENT_ROWS) -> str:
+    return f"""
 SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, skill_version,
        evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
        countIf(score IS NOT NULL) AS scored,
@@ -150,9 +152,33 @@ SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, ski
        countIf(passed = true) AS passed,
        sumIf(assumeNotNull(score), score IS NOT NULL) AS score_sum,
        minIf(assumeNotNull(score), score IS NOT NULL) AS score_min,
-       min(started_at) AS first_started, max(started_at) AS last_started
-FROM ({CURRENT_ROWS})
+       min(started_at) AS first_started, max(started_at) AS last_started{extra}
+FROM ({rows})
 GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))"""
+
+
+# Per day: per skill version the distinct activations (kind 1), per version and evaluator the
+# counts and sums of the current rows (kind 2).
+DAY_AGGREGATES = _day_aggregates()
+
+ROLLUP_FORMAT = 1
+"""What a refresh writes, carried in its marker row's ``activations``: 1 adds, per day and
+skill version, the distinct activations with a failing current row (kind 3, the skills list's
+failing count). A day refreshed in an older format is not clean: it is read from the rows and
+refreshed again."""
+
+# DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
+_WITH_FAILING = _day_aggregates(
+    ", uniqExactIf(activation_id, failed) AS failing",
+    f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})",
+)
+_REFRESH_AGGREGATES = f"""
+SELECT day, kind_row.1 AS row_kind, skill_version, evaluator, kind_row.2 AS row_activations,
+       if(row_kind = 3, 0, scored), if(row_kind = 3, 0, not_evaluated),
+       if(row_kind = 3, 0, passed), if(row_kind = 3, 0, score_sum),
+       if(row_kind = 3, 0, score_min), first_started, last_started
+FROM ({_WITH_FAILING})
+ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
 
 # A refresh's rows and markers in one sorted stream, so they are one block and one part: a
 # reader sees all of a refresh or none of it (a few thousand rows, far below a block).
@@ -160,18 +186,14 @@ _REFRESH = f"""
 INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
     activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
     last_started, refreshed_at)
-SELECT {{project:String}}, {{skill:String}}, day, kind, skill_version, evaluator, activations,
-       scored, not_evaluated, passed, score_sum, score_min, first_started, last_started,
-       fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
+SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
 FROM (
-    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
-           score_sum, score_min, first_started, last_started
-    FROM ({DAY_AGGREGATES})
+    {_REFRESH_AGGREGATES}
     UNION ALL
-    SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', 0, 0, 0, 0, 0, 0,
+    SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
            toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC')
 )
-ORDER BY day, kind, skill_version, evaluator"""
+ORDER BY day, row_kind, skill_version, evaluator"""
 
 _READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
 _SET_READY = (
@@ -211,8 +233,8 @@ ORDER BY day"""
 
 class DayState(NamedTuple):
     """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), and whether
-    it is clean: its newest refresh began after its newest mark, so ``scorecard_days`` holds
-    it."""
+    it is clean: its newest refresh began after its newest mark and wrote the current
+    :data:`ROLLUP_FORMAT`, so ``scorecard_days`` holds it."""
 
     project_id: str
     skill_name: str
@@ -302,7 +324,11 @@ class ScorecardRollups:
         states = []
         for r in self._store.query(_DAY_STATES, {"project": project_id, "skill": skill}):
             marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
-            clean = refreshed > 0 and refreshed >= marked + self.clock_margin_us
+            clean = (
+                refreshed > 0
+                and refreshed >= marked + self.clock_margin_us
+                and int(r["format"]) >= ROLLUP_FORMAT
+            )
             states.append(
                 DayState(
                     str(r["project_id"]),

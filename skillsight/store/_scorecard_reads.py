@@ -31,7 +31,7 @@ _NEWEST_REFRESH = """
     SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
            score_sum, score_min, first_started, last_started
     FROM scorecard_days
-    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind != 0
+    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind IN (1, 2)
       AND day IN {clean:Array(Date)}
       AND (day, refreshed_at) IN (
         SELECT day, max(refreshed_at) FROM scorecard_days

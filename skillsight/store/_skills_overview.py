@@ -1,17 +1,23 @@
 """The skills overview (the web UI's skills page): every skill that ran in a window, its
-activations, failing activations and scores per evaluator, per day; one or two queries whatever
-the number of skills.
+activations, failing activations and scores per evaluator, per day; a fixed number of queries
+whatever the number of skills.
 
 Before the scorecard read models are ready it aggregates the current evaluations joined to the
-activations; then it reads ``scorecard_rows`` (the newest row of each activation and evaluator,
-FINAL inside the monthly partitions a start keeps a key in) and the activations table, one
-narrow scan each and no join.
+activations. Then it reads them as a scorecard does (:mod:`._scorecard_reads`), for every skill
+at once: clean days after the window's first from ``scorecard_days`` (per day, version and
+evaluator; per day and version the activations scored and the failing ones), the window's first
+day (partial) and every day some skill wrote since its last refresh from ``scorecard_rows``
+(FINAL inside the monthly partitions), summed here across versions and days; the activations,
+scored or not, are counted in their own table. Reads are exact whether or not the refresher has
+caught up; ``tests/test_skills_overview_rollups.py`` compares them with the raw rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from skillsight.store._rollups import DayState, day_of
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 
 if TYPE_CHECKING:
@@ -28,7 +34,7 @@ _PROJECT_ACTIVATIONS = """
     FROM (
         SELECT skill_name, activation_id, started_at FROM activations
         WHERE project_id = {project:String}
-          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
         ORDER BY skill_name, started_at, activation_id, rebuilt_at DESC
         LIMIT 1 BY activation_id
     ) AS a
@@ -63,23 +69,55 @@ _OVERVIEW_SETS = {
     OVERVIEW_DAYS: "days",
 }
 
-_OVERVIEW_SCORED = f"""
-SELECT grouping(skill_name, evaluator, day) AS grouping_set,
-       skill_name, evaluator, toString(toDate(started_at)) AS day,
-       if(grouping_set = {OVERVIEW_EVALUATORS}, count(), uniqExact(activation_id)) AS activations,
+# The newest refresh of some clean days of every skill of a project, summed per skill and
+# evaluator (the current rows' counts and sums: kind 2) and per skill and day (the activations
+# scored, kind 1, and the failing ones, kind 3); each version's rows added up.
+_CLEAN_DAYS = """
+SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(day) AS day,
+       sumIf(n, kind = 2) AS evaluations, sumIf(n_scored, kind = 2) AS scored,
+       sumIf(n_not_evaluated, kind = 2) AS not_evaluated, sumIf(n_passed, kind = 2) AS passed,
+       sumIf(n_score_sum, kind = 2) AS score_sum,
+       minIf(n_score_min, kind = 2 AND n_scored > 0) AS score_min,
+       sumIf(n, kind = 1) AS scored_activations, sumIf(n, kind = 3) AS failing,
+       toUnixTimestamp64Micro(minIf(first, kind = 1)) AS first_started_us,
+       toUnixTimestamp64Micro(maxIf(last, kind = 1)) AS last_started_us
+FROM (
+    SELECT skill_name, day, kind, skill_version, evaluator, activations AS n,
+           scored AS n_scored, not_evaluated AS n_not_evaluated, passed AS n_passed,
+           score_sum AS n_score_sum, score_min AS n_score_min, first_started AS first,
+           last_started AS last
+    FROM scorecard_days
+    WHERE project_id = {project:String} AND kind IN (1, 2, 3) AND day IN {clean:Array(Date)}
+      AND (skill_name, day, refreshed_at) IN (
+        SELECT skill_name, day, max(refreshed_at) FROM scorecard_days
+        WHERE project_id = {project:String} AND kind = 0 AND day IN {clean:Array(Date)}
+        GROUP BY skill_name, day)
+    LIMIT 1 BY skill_name, day, kind, skill_version, evaluator
+)
+GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
+
+# The same sums from the current rows of the other days (the window's first, partial, and
+# those written since their last refresh), FINAL inside the monthly partitions.
+_ROW_DAYS = """
+SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(toDate(started_at)) AS day,
+       count() AS evaluations, countIf(score IS NOT NULL) AS scored,
+       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
+       countIf(passed = true) AS passed,
+       sumIf(assumeNotNull(score), score IS NOT NULL) AS score_sum,
+       minIf(assumeNotNull(score), score IS NOT NULL) AS score_min,
+       uniqExact(activation_id) AS scored_activations,
        uniqExactIf(activation_id, failed) AS failing,
        toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
-       toUnixTimestamp64Micro(max(started_at)) AS last_started_us, {_SCORE_AGGREGATES}
+       toUnixTimestamp64Micro(max(started_at)) AS last_started_us
 FROM (
     SELECT skill_name, activation_id, evaluator, started_at, score, passed, label,
            ifNull(passed = false, false) AS failed
     FROM scorecard_rows FINAL
-    WHERE project_id = {{project:String}}
-      AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+    WHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
+      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
     SETTINGS do_not_merge_across_partitions_select_final = 1
 )
-GROUP BY GROUPING SETS ((skill_name), (skill_name, evaluator), (skill_name, day))
-ORDER BY grouping_set, skill_name, day, evaluator"""
+GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
 
 _OVERVIEW_ACTIVATIONS = """
 SELECT grouping(skill_name, day) AS grouping_set, skill_name, toString(toDate(started_at)) AS day,
@@ -87,9 +125,75 @@ SELECT grouping(skill_name, day) AS grouping_set, skill_name, toString(toDate(st
        toUnixTimestamp64Micro(max(started_at)) AS last_started_us
 FROM activations FINAL
 WHERE project_id = {project:String}
-  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
 GROUP BY GROUPING SETS ((skill_name), (skill_name, day))
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
+
+
+def _split(states: Iterable[DayState], since_us: int) -> tuple[list[str], list[str]]:
+    """(days read from ``scorecard_days``, days read from ``scorecard_rows``) of a window: a
+    day is read from the rows for every skill when it is the window's first (partial) or when
+    any skill's newest refresh of it is not clean."""
+    first = day_of(since_us) if since_us > 0 else ""
+    days = {state.day for state in states if state.day >= first}
+    raw = {state.day for state in states if state.day >= first and not state.clean}
+    if first:
+        raw.add(first)
+    return sorted(days - raw), sorted(raw)
+
+
+class _Scores:
+    """One skill and evaluator's sums over the window's days."""
+
+    __slots__ = ("evaluations", "not_evaluated", "passed", "score_min", "score_sum", "scored")
+
+    def __init__(self) -> None:
+        self.evaluations = self.scored = self.not_evaluated = self.passed = 0
+        self.score_sum = 0.0
+        self.score_min: float | None = None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.evaluations += int(row["evaluations"])
+        self.not_evaluated += int(row["not_evaluated"])
+        self.passed += int(row["passed"])
+        scored = int(row["scored"])
+        if scored:
+            self.scored += scored
+            self.score_sum += float(row["score_sum"])
+            low = float(row["score_min"])
+            self.score_min = low if self.score_min is None else min(self.score_min, low)
+
+    def row(self, skill: str, evaluator: str) -> dict[str, Any]:
+        return {
+            "skill_name": skill,
+            "evaluator": evaluator,
+            "activations": self.evaluations,
+            "scored": self.scored,
+            "not_evaluated": self.not_evaluated,
+            "passed": self.passed,
+            "mean_score": self.score_sum / self.scored if self.scored else None,
+            "min_score": self.score_min if self.score_min is not None else 0.0,
+        }
+
+
+class _Ran:
+    """One skill's (or skill and day's) scored and failing activations and their starts."""
+
+    __slots__ = ("failing", "first", "last", "scored")
+
+    def __init__(self) -> None:
+        self.scored = self.failing = 0
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        scored = int(row["scored_activations"])
+        self.scored += scored
+        self.failing += int(row["failing"])
+        if scored:
+            first, last = int(row["first_started_us"]), int(row["last_started_us"])
+            self.first = first if self.first is None else min(self.first, first)
+            self.last = last if self.last is None else max(self.last, last)
 
 
 def skills_overview(
@@ -102,26 +206,44 @@ def skills_overview(
         for row in store.query(_OVERVIEW, params):
             out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
         return out
+    clean, raw = _split(store.scorecards.rollups.day_states(project_id), since_us)
+    parts: list[dict[str, Any]] = []
+    if clean:  # an empty IN set would still read every row
+        parts += store.query(_CLEAN_DAYS, {**params, "clean": clean})
+    if raw:
+        parts += store.query(_ROW_DAYS, {**params, "days": raw})
+    scores: dict[tuple[str, str], _Scores] = {}
+    scored: dict[tuple[str, str], _Ran] = {}  # (skill, day) and (skill, '') for the window
+    for row in parts:
+        skill = str(row["skill_name"])
+        if int(row["by_evaluator"]):
+            if row["evaluator"]:  # '': the per-version rows (kinds 1 and 3)
+                scores.setdefault((skill, str(row["evaluator"])), _Scores()).add(row)
+        else:
+            scored.setdefault((skill, str(row["day"])), _Ran()).add(row)
+            scored.setdefault((skill, ""), _Ran()).add(row)
     ran: dict[tuple[str, str], dict[str, Any]] = {}
     for row in store.query(_OVERVIEW_ACTIVATIONS, params):
         day = "" if int(row["grouping_set"]) else str(row["day"])
         ran[str(row["skill_name"]), day] = row
-    scored: dict[tuple[str, str], int] = {}
-    for row in store.query(_OVERVIEW_SCORED, params):
-        kind = _OVERVIEW_SETS[int(row["grouping_set"])]
-        if kind == "evaluators":
-            out[kind].append(row)
+    for (skill, evaluator), score in scores.items():
+        out["evaluators"].append(score.row(skill, evaluator))
+    for skill, day in sorted(set(ran) | set(scored)):
+        base, sums = ran.get((skill, day)), scored.get((skill, day), _Ran())
+        if base is None and not sums.scored:
             continue
-        day = str(row["day"]) if kind == "days" else ""
-        scored[str(row["skill_name"]), day] = int(row["activations"])
-        base = ran.get((str(row["skill_name"]), day))
-        out[kind].append({**row, **({"activations": base["activations"]} if base else {})})
-    for (skill, day), row in ran.items():
-        if (skill, day) not in scored:  # ran, and nobody scored it: no failure known
-            kind = "days" if day else "skills"
-            out[kind].append({**row, "skill_name": skill, "day": day, "failing": 0})
-        unscored = int(row["activations"]) - scored.get((skill, day), 0)
-        if not day and unscored > 0:
+        out["days" if day else "skills"].append(
+            {
+                "skill_name": skill,
+                "day": day,
+                "activations": int(base["activations"]) if base else sums.scored,
+                "failing": sums.failing,
+                "first_started_us": int(base["first_started_us"]) if base else sums.first,
+                "last_started_us": int(base["last_started_us"]) if base else sums.last,
+            }
+        )
+        unscored = int(base["activations"]) - sums.scored if base else 0
+        if not day and unscored > 0:  # ran, and nobody scored them: no failure known
             out["evaluators"].append(
                 {"skill_name": skill, "evaluator": "", "activations": unscored}
             )

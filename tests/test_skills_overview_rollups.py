@@ -1,0 +1,184 @@
+"""The skills list (``Scorecards.overview``, the web UI's skills page) read from the scorecard
+read models gives the raw rows' answer, on both transports: across windows (all time, one
+starting inside a day, one at midnight), with activations nobody scored, after rescoring (marked
+days, then refreshed), for a day refreshed in an older format, and after a second rebuild."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from benchmarks.scorecard import skill_names, zipf_counts
+from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
+from skillsight.reports import skills_overview
+from skillsight.store import Store
+from skillsight.store._rollups import CLOCK_MARGIN_US
+
+PROJECT = "p"
+SKILLS = skill_names(3)
+# The newest activation starts mid-afternoon, so a 7-day window starts inside a day.
+END = datetime(2026, 11, 20, 15, 30, 12, tzinfo=UTC)
+
+
+def _windows() -> list[datetime | None]:
+    midnight = END.replace(hour=0, minute=0, second=0, microsecond=0)
+    return [None, END - timedelta(days=7), midnight - timedelta(days=30)]
+
+
+def _day(days_before_end: int) -> str:
+    return (END - timedelta(days=days_before_end)).date().isoformat()
+
+
+def _normal(rows: dict[str, list[dict[str, Any]]]) -> dict[str, dict[Any, tuple[Any, ...]]]:
+    """The overview's rows keyed by what they count, in the columns the skills page shows."""
+    return {
+        "skills": {
+            str(r["skill_name"]): (
+                int(r["activations"]),
+                int(r["failing"]),
+                int(r["first_started_us"]),
+                int(r["last_started_us"]),
+            )
+            for r in rows["skills"]
+        },
+        "evaluators": {
+            (str(r["skill_name"]), str(r["evaluator"])): (
+                int(r["activations"]),
+                *(
+                    (int(r["scored"]), int(r["not_evaluated"]), int(r["passed"]))
+                    if r["evaluator"]
+                    else ()
+                ),
+                *(
+                    (float(r["mean_score"]), float(r["min_score"]))
+                    if r["evaluator"] and int(r["scored"])
+                    else ()
+                ),
+            )
+            for r in rows["evaluators"]
+        },
+        "days": {
+            (str(r["skill_name"]), str(r["day"])): (int(r["activations"]), int(r["failing"]))
+            for r in rows["days"]
+        },
+    }
+
+
+def _same(raw: dict[Any, tuple[Any, ...]], fast: dict[Any, tuple[Any, ...]], where: str) -> None:
+    assert raw.keys() == fast.keys(), where
+    for key, values in raw.items():
+        for a, b in zip(values, fast[key], strict=True):
+            if isinstance(a, float):  # a mean: sums added in another order
+                assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15), f"{where} {key}"
+            else:
+                assert a == b, f"{where} {key}: {values} != {fast[key]}"
+
+
+def _compare(store: Store) -> int:
+    """The overview of every window from the read models against the raw rows'; returns the
+    (skill, day) rows compared."""
+    compared = 0
+    for since in _windows():
+        raw = _normal(store.scorecards.overview(PROJECT, since=since, read_models=False))
+        fast = _normal(store.scorecards.overview(PROJECT, since=since, read_models=True))
+        for part in raw:
+            _same(raw[part], fast[part], f"since {since} {part}")
+        compared += len(raw["days"])
+    return compared
+
+
+def _rescore(store: Store, skill: str, day: str, score: float) -> int:
+    """New rows through the store's write path for every evaluation of a skill's activations
+    started on one day."""
+    found = store.query(
+        "SELECT activation_id, evaluator, skill_version FROM evaluations "
+        "WHERE project_id = {p:String} AND skill_name = {s:String} AND activation_id IN ("
+        "  SELECT activation_id FROM activations WHERE project_id = {p:String}"
+        "  AND skill_name = {s:String} AND toDate(started_at) = {d:Date}) "
+        "LIMIT 1 BY activation_id, evaluator",
+        {"p": PROJECT, "s": skill, "d": day},
+    )
+    stamp = int(datetime.now(UTC).timestamp() * 1e6)
+    rows = [
+        {
+            "activation_id": r["activation_id"],
+            "evaluator": r["evaluator"],
+            "evaluator_version": "9",
+            "skill_name": skill,
+            "skill_version": r["skill_version"],
+            "score": score,
+            "passed": score >= 1.0,
+            "label": "rescored",
+            "reason": f"rescored to {score}",
+            "evaluated_at_us": stamp,
+        }
+        for r in found
+    ]
+    return store.evaluations.write(PROJECT, rows)
+
+
+def _unscored_activations(store: Store, skill: str, day: str, count: int) -> None:
+    """Activations of a clean day that no evaluator scored (written by SQL, so no day is
+    marked: they are counted from the activations table)."""
+    store.execute(
+        "INSERT INTO activations (project_id, activation_id, session_id, trace_id, skill_name,"
+        " skill_version, started_at, rebuilt_at) "
+        "SELECT {p:String}, concat('unscored-', toString(number)), 'unscored', 't', {s:String},"
+        " 'v', toDateTime64({d:Date}, 6, 'UTC') + toIntervalMinute(number), now64(6) "
+        "FROM numbers({n:UInt64})",
+        {"p": PROJECT, "s": skill, "d": day, "n": count},
+    )
+
+
+def test_the_skills_list_reads_the_same_from_the_day_rollups(store: Store) -> None:
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    assert rollups.ready()
+    assert all(state.clean for state in rollups.day_states(PROJECT))
+    assert _compare(store) > 0
+
+    _unscored_activations(store, SKILLS[1], _day(3), 4)
+    _compare(store)
+    overview = {s.name: s for s in skills_overview(store, PROJECT, window="all")}
+    assert overview[SKILLS[1]].unscored == 4
+
+    # rescored: the marked days are read from the copied rows, then refreshed
+    assert _rescore(store, SKILLS[0], _day(0), 0.0) > 0
+    assert _rescore(store, SKILLS[2], _day(4), 1.0) > 0
+    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
+    assert dirty == {(SKILLS[0], _day(0)), (SKILLS[2], _day(4))}
+    _compare(store)
+    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
+    assert rollups.refresh_dirty() == 2
+    rollups.clock_margin_us = CLOCK_MARGIN_US
+    _compare(store)
+
+    # a day whose newest refresh wrote an older format (no failing counts) is read from the
+    # rows until the refresher recomputes it
+    store.execute(
+        "INSERT INTO scorecard_days (project_id, skill_name, day, kind, activations,"
+        " refreshed_at) VALUES ({p:String}, {s:String}, {d:Date}, 0, 0, now64(6))",
+        {"p": PROJECT, "s": SKILLS[0], "d": _day(2)},
+    )
+    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
+    assert dirty == {(SKILLS[0], _day(2))}
+    _compare(store)
+    assert rollups.refresh_dirty() == 1
+    _compare(store)
+
+    # a session rebuilt a second time: its activations are counted once
+    store.execute(
+        "INSERT INTO activations SELECT * REPLACE (rebuilt_at + toIntervalHour(2) AS rebuilt_at)"
+        " FROM activations WHERE project_id = {p:String} AND skill_name = {s:String}"
+        " AND toDate(started_at) = {d:Date}",
+        {"p": PROJECT, "s": SKILLS[1], "d": _day(1)},
+    )
+    _compare(store)
+    assert skills_overview(store, PROJECT, window="all", read_models=True) == skills_overview(
+        store, PROJECT, window="all", read_models=False
+    )
