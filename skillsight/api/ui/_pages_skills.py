@@ -34,9 +34,6 @@ router = APIRouter(include_in_schema=False)
 
 Window = Annotated[str, Query(max_length=16)]
 FAILING_SHOWN = 20
-# The skills list aggregates the window's current evaluations (not pre-aggregated yet), so it
-# opens on the last week; its window selector reaches further.
-OVERVIEW_WINDOW = "7d"
 
 
 @functools.cache
@@ -52,7 +49,7 @@ async def skills_list(
     project: PageProject,
     store: StoreDep,
     q: Annotated[str, Query(max_length=256)] = "",
-    window: Window = OVERVIEW_WINDOW,
+    window: Window = DEFAULT_WINDOW,
     page: PageNo = 1,
 ) -> Response:
     since_of(window)
