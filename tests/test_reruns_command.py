@@ -136,6 +136,12 @@ def test_a_command_agent_rerun_reports_what_the_stored_scores_give(tmp_path: Pat
         while not store.evaluations.for_activation("default", activation.activation_id):
             assert time.monotonic() < deadline, "the online scheduler never scored the run"
             time.sleep(0.1)
+        # ... as the run's own traffic, which no production read model counts
+        assert activation.rerun_id == "run-cmd"
+        assert store.activations.find("default", production=True) == []
+        assert store.scorecards.rows("default", SKILL)["versions"] == []
+        assert store.scorecards.overview("default")["skills"] == []
+        assert store.failures.failing("default", 0) == []
     finally:
         store.close()
 

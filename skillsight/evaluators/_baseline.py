@@ -109,7 +109,7 @@ class _Window:
 
 
 class RollingBaseline:
-    """Per skill, the last ``window`` activations observed; thread-safe.
+    """Per skill, the last ``window`` production activations observed; thread-safe.
 
     Evaluate an activation against :meth:`get` *before* you :meth:`observe` it, so that it is
     never compared with itself. A lookup costs a dict read: the medians are kept up to date as
@@ -129,6 +129,10 @@ class RollingBaseline:
         self._lock = threading.Lock()
 
     def observe(self, activation: Activation) -> None:
+        """Add a production activation; a paired rerun's (``rerun_id``) is left out: the
+        baseline is the skill's production behaviour, which reruns are compared with."""
+        if activation.rerun_id:
+            return
         sample = (len(activation.tool_calls), total_tokens(activation), activation.duration_ms)
         with self._lock:
             recent = self._recent.get(activation.skill_name)

@@ -51,9 +51,10 @@ def project_headers(settings: Settings, project_id: str) -> dict[str, str]:
 
 
 def production_baseline(store: Store, project_id: str, skill: str) -> RollingBaseline:
-    """The skill's rolling baseline from its stored activations (oldest observed first)."""
+    """The skill's rolling baseline from its stored production activations (oldest observed
+    first): no rerun's, this one's or an earlier one's."""
     baseline = RollingBaseline()
-    stored = store.activations.find(project_id, skill=skill, limit=baseline.window)
+    stored = store.activations.find(project_id, skill=skill, limit=baseline.window, production=True)
     for activation in reversed(stored):
         baseline.observe(activation)
     return baseline

@@ -149,16 +149,21 @@ class Evaluations:
         of an earlier one (activation, evaluator, version) replaces it. The scorecard read
         models get their copy and marks after the rows (:mod:`._rollups`), with each row's
         ``activation_started_at`` (the activation record's ``started_at``) when it has one,
-        else its activation's start looked up."""
+        else its activation's start looked up; rows whose ``activation_rerun_id`` names a
+        paired rerun (the activation record's ``rerun_id``) are stored but not copied: rerun
+        traffic never counts in the production scorecards."""
         if not evaluations:
             return 0
         table = evaluation_table(project_id, evaluations)
         rollups = self._store.scorecards.rollups
         rollups.ready()  # asked before the first row lands: an empty store needs no backfill
         self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
-        started = [str(row.get("activation_started_at") or "") for row in evaluations]
+        production = [i for i, row in enumerate(evaluations) if not row.get("activation_rerun_id")]
+        started = [str(evaluations[i].get("activation_started_at") or "") for i in production]
+        if len(production) < len(evaluations):
+            table = table.take(pa.array(production, pa.int64()))
         rollups.record(project_id, table, started)
-        return int(table.num_rows)
+        return len(evaluations)
 
     def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:
         """The latest row of each (evaluator, version) of one activation, by evaluator."""

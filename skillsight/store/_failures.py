@@ -3,7 +3,8 @@
 An activation fails when an evaluation of its newest rebuild failed: per (activation, evaluator)
 the newest row, whatever evaluator version wrote it, counts when it names the activation's
 current rebuild (or no rebuild: rows from before that was recorded) and ``passed`` is false.
-Errors and not-applicable rows have no verdict (``passed`` is null) and never fail. Evaluators
+Errors and not-applicable rows have no verdict (``passed`` is null) and never fail; a paired
+rerun's activations (``rerun_id``) never do either: they are not production traffic. Evaluators
 listed in ``scored`` also come back when they passed with a score, for callers that apply
 thresholds of their own.
 """
@@ -27,7 +28,8 @@ _I64 = pa.int64()
 
 # Activations with a failing (or, for `scored` evaluators, any scored) evaluation row: started
 # since a moment (a run's window), or among given ids (online assignment: no window scan); the
-# narrow set every later step works on.
+# narrow set every later step works on. Production traffic only: a paired rerun's activations
+# (rerun_id, migration 0017) are scored, never clustered.
 _IN_WINDOW = """
     SELECT DISTINCT activation_id FROM evaluations
     WHERE project_id = {project:String}
@@ -35,7 +37,8 @@ _IN_WINDOW = """
       AND activation_id IN (
         SELECT activation_id FROM activations
         WHERE project_id = {project:String}
-          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC'))"""
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+          AND rerun_id = '')"""
 _AMONG_IDS = """
     SELECT DISTINCT activation_id FROM evaluations
     WHERE project_id = {project:String} AND activation_id IN {ids:Array(String)}
@@ -70,6 +73,7 @@ INNER JOIN (
         GROUP BY session_id
     ) AS s ON a.session_id = s.session_id AND a.rebuilt_at = s.stamp
     WHERE a.project_id = {{project:String}} AND a.activation_id IN ({_CANDIDATES})
+      AND a.rerun_id = ''
     LIMIT 1 BY a.activation_id
 ) AS a ON e.activation_id = a.activation_id
 WHERE (e.passed = false OR (e.evaluator IN {{scored:Array(String)}} AND e.score IS NOT NULL))

@@ -34,6 +34,7 @@ WHERE project_id = {project:String}
           AND ({skill:String} = '' OR skill_name = {skill:String})
           AND ({session:String} = '' OR session_id = {session:String})
           AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+          AND (NOT {production:Bool} OR rerun_id = '')
     ) AS a
     INNER JOIN (
         SELECT session_id, max(rebuilt_at) AS stamp
@@ -222,14 +223,17 @@ class Activations:
         since: datetime | None = None,
         limit: int = 100,
         offset: int = 0,
+        production: bool = False,
     ) -> list[Activation]:
         """Current activations of a project, newest first; ``since`` bounds their start;
-        ``offset`` skips that many (pages)."""
+        ``offset`` skips that many (pages); ``production`` leaves out a paired rerun's
+        (``rerun_id``)."""
         params = {
             "project": project_id,
             "skill": skill,
             "session": session_id,
             "since": micros(since),
+            "production": production,
             "limit": limit,
             "offset": offset,
         }

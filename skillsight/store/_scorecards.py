@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 # scorecard and the gate use go through the deduplication. A window is applied to both sides
 # before deduplicating: a rebuild keeps an activation's start (the id is its trace's and start
 # call's, the start that call's time), so no rebuild row of an activation is in a window that
-# another is not.
+# another is not. Production traffic only: a paired rerun's activations (rerun_id, migration
+# 0017) are left out, as the read models never copy their rows.
 _SKILL_EVALUATIONS = """
     SELECT e.activation_id AS activation_id, e.evaluator AS evaluator,
            e.evaluator_version AS evaluator_version, e.skill_version AS skill_version,
@@ -50,7 +51,7 @@ _SKILL_EVALUATIONS = """
     INNER JOIN (
         SELECT activation_id, session_id, started_at FROM activations
         WHERE project_id = {project:String} AND skill_name = {skill:String}
-          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+          AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
         ORDER BY started_at, activation_id, rebuilt_at DESC
         LIMIT 1 BY activation_id
     ) AS a ON e.activation_id = a.activation_id"""
@@ -102,11 +103,12 @@ WHERE project_id = {project:String} AND skill_name = {skill:String}
   AND activation_id IN {activations:Array(String)}
 LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
 
-# What a skill's activations cost per UTC day and skill version (the newest rebuild of each):
-# the web UI's cost, token and duration lines. A rebuild keeps an activation's sort key (its
-# skill and start), so FINAL keeps exactly the newest rebuild row of each, as LIMIT 1 BY would;
-# it never merges across the monthly partitions (a key lives in one). Measured on the UI bench's
-# store (1M activations, 1% rebuilt twice): 68 ms against 259 ms for LIMIT 1 BY, same rows.
+# What a skill's production activations cost per UTC day and skill version (the newest rebuild
+# of each): the web UI's cost, token and duration lines. A rebuild keeps an activation's sort
+# key (its skill and start), so FINAL keeps exactly the newest rebuild row of each, as LIMIT 1
+# BY would; it never merges across the monthly partitions (a key lives in one). Measured on the
+# UI bench's store (1M activations, 1% rebuilt twice): 68 ms against 259 ms for LIMIT 1 BY,
+# same rows.
 _SKILL_USAGE = """
 SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations,
        sum(cost_usd) AS cost_usd,
@@ -114,7 +116,7 @@ SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activation
        sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls
 FROM activations FINAL
 WHERE project_id = {project:String} AND skill_name = {skill:String}
-  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
 GROUP BY day, skill_version
 ORDER BY day, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""

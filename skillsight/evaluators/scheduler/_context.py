@@ -4,7 +4,8 @@
   the skills the agent could see, for telemetry that does not list them;
 - the skill's manifest, when its SKILL.md is readable on this machine (the catalogue's source
   URI, else the activation's contract) and is the version the activation ran;
-- the project's rolling per-skill baseline of earlier activations. Online (``seed=True``), a
+- the project's rolling per-skill baseline of earlier production activations (a paired
+  rerun's are scored against it, never added to it). Online (``seed=True``), a
   skill's baseline starts from the activations already stored the first time the skill is seen,
   so a restarted service (or one of several workers) compares with history at once rather than
   after five new activations; the activation being scored is never part of its own baseline.
@@ -189,7 +190,10 @@ class ContextAssembler:
             self._seeded.add(key)
         baseline = self._baseline(activation.project_id)
         stored = self.store.activations.find(
-            activation.project_id, skill=activation.skill_name, limit=baseline.window
+            activation.project_id,
+            skill=activation.skill_name,
+            limit=baseline.window,
+            production=True,
         )
         for earlier in reversed(stored):  # oldest first, as they were observed
             if earlier.activation_id != activation.activation_id:

@@ -61,14 +61,18 @@ class Scored:
     """Per activation id, the rebuild of it that was scored."""
     started_at: Mapping[str, str] = field(default_factory=dict)
     """Per activation id, its start (the scorecard read models file each row under it)."""
+    rerun_id: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id of a paired rerun's session, its run (its rows stay out of the
+    production scorecards)."""
 
     def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
-        """The evaluations as rows of the store, each naming the rebuild it scored and the
-        activation's start."""
+        """The evaluations as rows of the store, each naming the rebuild it scored, the
+        activation's start and, for rerun traffic, its run."""
         rows = []
         for e in self.evaluations:
             row = e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
             row["activation_started_at"] = self.started_at.get(e.activation_id, "")
+            row["activation_rerun_id"] = self.rerun_id.get(e.activation_id, "")
             rows.append(row)
         return rows
 
@@ -108,6 +112,7 @@ def score_activations(
         sampled_out,
         {a.activation_id: a.rebuilt_at for a in activations},
         {a.activation_id: a.started_at for a in activations},
+        {a.activation_id: a.rerun_id for a in activations if a.rerun_id},
     )
 
 
