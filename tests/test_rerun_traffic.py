@@ -143,10 +143,7 @@ def _production_views(store: Store) -> dict[str, Any]:
     }
 
 
-def test_rerun_traffic_is_scored_and_never_counts_in_production(
-    embedded_store: EmbeddedStore,
-) -> None:
-    store = embedded_store
+def test_rerun_traffic_is_scored_and_never_counts_in_production(store: Store) -> None:
     assembler = ContextAssembler(store)
     production = [_activation(n, 2 + n % 3, errors=int(n == 7)) for n in range(8)]
     _store_and_score(store, assembler, production, START_US)
