@@ -178,7 +178,7 @@ def test_rerun_traffic_is_scored_and_never_counts_in_production(store: Store) ->
     assert failing_now(store, P, 0, Thresholds(), ids) == {}  # online failure assignment
 
 
-def test_the_activation_page_names_and_links_its_run() -> None:
+def test_the_activation_pages_name_and_link_its_run() -> None:
     record = _activation(1, 2, rerun="run-1").model_dump()
     page = _environment().get_template("activation.html")
     detail = ActivationDetailOut(**record)
@@ -187,3 +187,7 @@ def test_the_activation_page_names_and_links_its_run() -> None:
     production = ActivationDetailOut(**{**record, "rerun_id": ""})
     html = page.render(a=production, tl=timeline(production), title="", nav="", keys_in_use=False)
     assert "Paired rerun" not in html
+    listing = _environment().get_template("activations.html")
+    context = {"skill": "", "session": "", "window": "7d", "page": 1, "more": False}
+    html = listing.render(rows=[detail, production], title="", nav="", keys_in_use=False, **context)
+    assert html.count(">rerun</a>") == 1 and 'href="/runs/run-1"' in html
