@@ -288,10 +288,13 @@ def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any
 
 
 def _selection(acts: list[Activation], console: Console) -> dict[str, Any]:
-    embedder = CachedEmbedder(MiniLMEmbedder())
+    model = MiniLMEmbedder()
+    embedder = CachedEmbedder(model)
     started = time.monotonic()
     embedder.embed(["warm-up"])
     load_s = time.monotonic() - started
+    # bfloat16 only where the CPU multiplies it natively: a figure means little without it
+    precision = "bfloat16" if model.bfloat16 else "float32"
     context = EvaluationContext(embedder=embedder)
     registry = deterministic_registry()
     cold = _cpu(lambda: run_evaluators(acts, context, registry=registry, names=["skill_selection"]))
@@ -300,13 +303,15 @@ def _selection(acts: list[Activation], console: Console) -> dict[str, Any]:
     figures = {
         "activations": len(acts),
         "model_load_s": round(load_s, 2),
+        "precision": precision,
         "new_requests_per_cpu_second": round(len(acts) / cold, 1),
         "cached_per_cpu_second": round(len(acts) / warm),
         "cached_us_per_activation": round(warm / len(acts) * 1e6, 1),
         "texts_embedded": texts,
     }
     console.print(
-        f"skill_selection (MiniLM, CPU, batched): model load {load_s:.1f} s; every request new: "
+        f"skill_selection (MiniLM in {precision}, CPU, batched): model load {load_s:.1f} s; "
+        f"every request new: "
         f"{figures['new_requests_per_cpu_second']:,} activations/s per core "
         f"({texts} texts embedded); requests seen before: "
         f"{figures['cached_per_cpu_second']:,} activations/s per core "
