@@ -42,6 +42,10 @@ def _settings_clause(settings: Mapping[str, Any]) -> str:
     return " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items())
 
 
+# The rows as one JSON array: parsed in one ``json.loads``, with no copy to split them first.
+_READ_CLAUSE = _settings_clause({**READ_SETTINGS, "output_format_json_array_of_rows": 1})
+
+
 class EmbeddedStore(LockedStore):
     """ClickHouse through chdb. One process owns the folder; statements are serialized."""
 
@@ -70,19 +74,16 @@ class EmbeddedStore(LockedStore):
         with self._lock:
             try:
                 result = self._conn.query(
-                    sql + _settings_clause(READ_SETTINGS),
+                    sql + _READ_CLAUSE,
                     "JSONEachRow",
                     params=_params(params),
                 )
             except Exception as exc:
                 raise StoreError(str(exc)) from exc
         raw = result.bytes()
-        if not raw.strip():
+        if not raw:
             return []
-        # One parse of the rows as an array: a third less than one json.loads per line.
-        rows: list[dict[str, Any]] = json.loads(
-            b"[" + b",".join(line for line in raw.splitlines() if line) + b"]"
-        )
+        rows: list[dict[str, Any]] = json.loads(raw)
         return rows
 
     def query_raw(self, sql: str) -> bytes:

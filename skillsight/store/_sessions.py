@@ -45,14 +45,15 @@ GROUP BY project, session_key
 HAVING session_key != ''
 ORDER BY last_ingested_us"""
 
-# The trace ids of some sessions, from their spans and events.
+# The trace ids of some sessions, from their spans and events (each side made distinct first:
+# a long turn's tens of thousands of rows are one pair or a few before they are merged).
 _SESSION_TRACES = """
 SELECT DISTINCT session_id, trace_id
 FROM (
-    SELECT session_id, trace_id FROM spans
+    SELECT DISTINCT session_id, trace_id FROM spans
     WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
     UNION ALL
-    SELECT session_id, trace_id FROM events
+    SELECT DISTINCT session_id, trace_id FROM events
     WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
       AND trace_id != ''
 )
@@ -97,13 +98,14 @@ WHERE project_id = {project:String}
        OR trace_id IN {traces:Array(String)})"""
 
 # The same per trace, counted inside ClickHouse (a parent is in its child's trace): one row a
-# trace instead of one a span.
+# trace instead of one a span. A parent is missing when fewer distinct parents are span ids of
+# the trace than there are distinct parents (a set intersection, not a search per parent).
 _TRACE_PARENTS = """
 SELECT trace_id, sessions, length(ids) AS spans,
-       arrayExists(p -> p != '' AND NOT has(ids, p), parents) AS missing
+       length(arrayIntersect(parents, ids)) < length(parents) AS missing
 FROM (
     SELECT trace_id, groupUniqArray(session_id) AS sessions, groupUniqArray(span_id) AS ids,
-           groupUniqArray(parent_span_id) AS parents
+           groupUniqArrayIf(parent_span_id, parent_span_id != '') AS parents
     FROM spans
     WHERE project_id = {project:String}
       AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
