@@ -67,10 +67,25 @@ def is_complete(
         return False
     if not events:
         return True
-    return requests_logged(
-        [Span(s) for s in spans if s["name"] == REQUEST_SPAN],
-        [Event(e) for e in events if e["event_name"] in REQUEST_EVENTS],
-    )
+    requests = [e for e in events if e["event_name"] in REQUEST_EVENTS]
+    if not requests:
+        return True
+    request_spans = [s for s in spans if s["name"] == REQUEST_SPAN]
+    # Every request span names a request id that an event names too: then the ids are trusted
+    # and each span pairs with its event by id (what requests_logged finds, without its rows).
+    logged = {_attributes(e).get("request_id", "") for e in requests}
+    named = [
+        _attributes(s).get("request_id", "") or _attributes(s).get("gen_ai.response.id", "")
+        for s in request_spans
+    ]
+    if all(named) and logged.issuperset(named):
+        return True
+    return requests_logged([Span(s) for s in request_spans], [Event(e) for e in requests])
+
+
+def _attributes(row: Mapping[str, Any]) -> Mapping[str, str]:
+    value = row.get("attributes")
+    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass

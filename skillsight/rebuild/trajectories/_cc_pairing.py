@@ -42,6 +42,7 @@ __all__ = [
 REQUEST_SPAN = "claude_code.llm_request"
 REQUEST_EVENTS = frozenset({"claude_code.api_request", "claude_code.api_error"})
 RESPONSE_EVENT = "claude_code.assistant_response"
+_PAIRED_EVENTS = REQUEST_EVENTS | {RESPONSE_EVENT}
 _KIND = re.compile(r"[^:.]*")
 _LOOKAHEAD = 3  # events skipped at most to find a request's own (a lost or late event)
 
@@ -102,28 +103,26 @@ def _align(spans: Sequence[Span], events: Sequence[Event]) -> Iterable[tuple[Spa
 def pair_requests(spans: Sequence[Span], events: Sequence[Event]) -> RequestKeys:
     """Key every request span and request/response event so one request has one key."""
     keys = RequestKeys()
-    request_spans = [s for s in spans if s.name == REQUEST_SPAN]
-    requests = [e for e in events if e.name in REQUEST_EVENTS]
-    span_ids = {request_id_of(s) for s in request_spans} - {""}
-    event_ids = {request_id_of(e) for e in requests} - {""}
+    request_spans = [(s, request_id_of(s)) for s in spans if s.name == REQUEST_SPAN]
+    requests = [(e, request_id_of(e)) for e in events if e.name in REQUEST_EVENTS]
+    span_ids = {rid for _, rid in request_spans} - {""}
+    event_ids = {rid for _, rid in requests} - {""}
     # Ids that match somewhere are trusted: then only rows without one pair by context. Ids
     # that never match (a proxy that rewrites one side) are ignored for pairing.
     trusted = bool(span_ids & event_ids)
     loose_spans: list[Span] = []
-    for span in request_spans:
-        rid = request_id_of(span)
+    for span, rid in request_spans:
         keys.span_key[span.span_id] = rid or f"span:{span.span_id}"
         if not rid or not trusted:
             loose_spans.append(span)
     loose_events: list[Event] = []
-    for event in requests:
-        rid = request_id_of(event)
+    for event, rid in requests:
         keys.event_key[event.record_id] = rid or f"event:{event.record_id}"
         if not rid or not trusted:
             loose_events.append(event)
     if loose_spans and loose_events:
         _pair_loose(keys, loose_spans, loose_events)
-    _pair_responses(keys, events)
+    _pair_responses(keys, [e for e in events if e.name in _PAIRED_EVENTS])
     return keys
 
 
@@ -168,6 +167,7 @@ def _pair_responses(keys: RequestKeys, events: Sequence[Event]) -> None:
     before it in its agent context (the CLI logs a request, then its response)."""
     known = set(keys.event_key.values())
     last: dict[tuple[str, str, str], str | None] = {}
+    # only request and response events are looked at; in their order (stable: as before)
     for event in sorted(events, key=_sequence):
         context = (event.trace_id, event.span_id, query_kind(event.attr("query_source")))
         if event.name in REQUEST_EVENTS:

@@ -35,6 +35,14 @@ def _text(row: Mapping[str, Any], key: str) -> str:
     return "" if value is None else str(value)
 
 
+def _texts(row: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """``_text`` of several keys at once (the fields every row converts up front)."""
+    return [
+        value if type(value) is str else "" if value is None else str(value)
+        for value in map(row.get, keys)
+    ]
+
+
 def _int(row: Mapping[str, Any], key: str) -> int:
     value = row.get(key)
     try:
@@ -100,8 +108,18 @@ class _Field(Generic[T]):
         return self.convert(obj.row, self.key)
 
 
+class _StrField(_Field[str]):
+    """A text field: a stored string is returned as it is, without a conversion call."""
+
+    __slots__ = ()
+
+    def __get__(self, obj: _Row, owner: type[_Row] | None = None) -> str:
+        value = obj.row.get(self.key)
+        return value if type(value) is str else _text(obj.row, self.key)
+
+
 def _str_field(key: str) -> _Field[str]:
-    return _Field(key, _text)
+    return _StrField(key, _text)
 
 
 def _int_field(key: str) -> _Field[int]:
@@ -132,6 +150,26 @@ class _Row:
         return id(self)
 
 
+_SPAN_TEXTS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "source_convention",
+    "operation",
+    "tool_call_id",
+)
+_EVENT_TEXTS = (
+    "record_id",
+    "session_id",
+    "event_name",
+    "source_convention",
+    "trace_id",
+    "span_id",
+    "tool_call_id",
+)
+
+
 class Span(_Row):
     # the fields every reader filters on are converted once; the rest when read
     __slots__ = (
@@ -148,15 +186,19 @@ class Span(_Row):
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         super().__init__(row)
-        self.trace_id = _text(row, "trace_id")
-        self.span_id = _text(row, "span_id")
-        self.parent_span_id = _text(row, "parent_span_id")
-        self.name = _text(row, "name")
-        self.source = _text(row, "source_convention")
-        self.operation = _text(row, "operation")
-        self.tool_call_id = _text(row, "tool_call_id")
-        self.start_ns = _int(row, "start_time_unix_nano")
-        self.end_ns = max(self.start_ns, _int(row, "end_time_unix_nano"))
+        (
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            self.name,
+            self.source,
+            self.operation,
+            self.tool_call_id,
+        ) = _texts(row, _SPAN_TEXTS)
+        start, end = row.get("start_time_unix_nano"), row.get("end_time_unix_nano")
+        self.start_ns = start if type(start) is int else _int(row, "start_time_unix_nano")
+        end = end if type(end) is int else _int(row, "end_time_unix_nano")
+        self.end_ns = max(self.start_ns, end)
 
     status_message = _str_field("status_message")
     session_id = _str_field("session_id")
@@ -203,14 +245,17 @@ class Event(_Row):
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         super().__init__(row)
-        self.record_id = _text(row, "record_id")
-        self.session_id = _text(row, "session_id")
-        self.time_ns = _int(row, "time_unix_nano")
-        self.name = _text(row, "event_name")
-        self.source = _text(row, "source_convention")
-        self.trace_id = _text(row, "trace_id")
-        self.span_id = _text(row, "span_id")
-        self.tool_call_id = _text(row, "tool_call_id")
+        (
+            self.record_id,
+            self.session_id,
+            self.name,
+            self.source,
+            self.trace_id,
+            self.span_id,
+            self.tool_call_id,
+        ) = _texts(row, _EVENT_TEXTS)
+        time_ns = row.get("time_unix_nano")
+        self.time_ns = time_ns if type(time_ns) is int else _int(row, "time_unix_nano")
 
     prompt_id = _str_field("prompt_id")
     skill_name = _str_field("skill_name")
