@@ -21,14 +21,12 @@ from skillsight.clustering import Thresholds
 from skillsight.clustering._collect import failing_now
 from skillsight.evaluators import Evaluation, deterministic_registry
 from skillsight.evaluators.scheduler import ContextAssembler, Policy, score_activations
-from skillsight.ingest import otlp
 from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
 from skillsight.reports import ActivationDetailOut
 from skillsight.reruns import production_baseline
 from skillsight.store import EmbeddedStore, SessionRebuild, Store, stamp_iso
 from skillsight.store.records import Activation, Tokens, ToolCall, iso
-from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
-from tests.test_reruns_telemetry import CAPTURES, _tag
+from tests.test_reruns_telemetry import store_tagged_capture
 
 
 def stored_sessions(store: EmbeddedStore) -> list[dict[str, str]]:
@@ -36,14 +34,7 @@ def stored_sessions(store: EmbeddedStore) -> list[dict[str, str]]:
 
 
 def test_a_tagged_session_is_rebuilt_as_its_runs(embedded_store: EmbeddedStore) -> None:
-    for signal, where, schema, table in (
-        (otlp.TRACES, "Spans", SPAN_SCHEMA, embedded_store.spans),
-        (otlp.LOGS, "Logs", EVENT_SCHEMA, embedded_store.events),
-    ):
-        name = "traces.json" if signal == otlp.TRACES else "logs.json"
-        body = _tag(json.loads((CAPTURES / name).read_text()), where)
-        decoded = otlp.decode(signal, body, otlp.JSON, "default", otlp.Limits())
-        table.insert(decoded.columns.to_arrow(schema))
+    store_tagged_capture(embedded_store)
     rebuild_sessions(embedded_store, embedded_store.sessions.touched(0), rebuild=default_rebuild())
     stored = embedded_store.query("SELECT rerun_id, record FROM activations")
     assert stored and {r["rerun_id"] for r in stored} == {"run-1"}

@@ -33,17 +33,22 @@ def _tag(document: dict[str, Any], where: str) -> bytes:
     return json.dumps(document).encode()
 
 
-def test_tagged_claude_code_telemetry_stays_claude_codes_and_is_found(
-    embedded_store: EmbeddedStore,
-) -> None:
+def store_tagged_capture(store: EmbeddedStore) -> None:
+    """The recorded Claude Code session, tagged as one run's, decoded into project default."""
     for signal, where, schema, table in (
-        (otlp.TRACES, "Spans", SPAN_SCHEMA, embedded_store.spans),
-        (otlp.LOGS, "Logs", EVENT_SCHEMA, embedded_store.events),
+        (otlp.TRACES, "Spans", SPAN_SCHEMA, store.spans),
+        (otlp.LOGS, "Logs", EVENT_SCHEMA, store.events),
     ):
         name = "traces.json" if signal == otlp.TRACES else "logs.json"
         body = _tag(json.loads((CAPTURES / name).read_text()), where)
         decoded = otlp.decode(signal, body, otlp.JSON, "default", otlp.Limits())
         table.insert(decoded.columns.to_arrow(schema))
+
+
+def test_tagged_claude_code_telemetry_stays_claude_codes_and_is_found(
+    embedded_store: EmbeddedStore,
+) -> None:
+    store_tagged_capture(embedded_store)
     conventions = embedded_store.query("SELECT DISTINCT source_convention AS c FROM spans")
     assert conventions == [{"c": "claude_code"}]
     found = embedded_store.runs.tagged_sessions("default", "skillsight.rerun.key", "k-1")
