@@ -179,6 +179,8 @@ class Rebuilds:
                 activations,
                 rebuild_rows.structure(layout),
             )
+            # after the rows: the skills list counts a day's activations from its refresh
+            self._store.scorecards.rollups.mark_activations(activations)
         layout = rebuild_rows.TRAJECTORY_ROW
         self._store.insert_select(
             "trajectories",

@@ -75,6 +75,8 @@ class ReadModelRefresher:
         rollups = self.store.scorecards.rollups
         if not rollups.ready() and self.shard[0] == 0:
             self.stats.backfilled_skills += rollups.backfill()
+        elif not rollups.activations_ready() and self.shard[0] == 0:
+            rollups.mark_activation_days()  # activations written before rebuilds marked days
         days = rollups.refresh_dirty(self.shard)
         self.stats.passes += 1
         self.stats.days_refreshed += days

@@ -2,16 +2,21 @@
 
 Every evaluation row written through :meth:`Evaluations.write` is copied, narrow and with its
 activation's start, into ``scorecard_rows``, and the (skill, start day) it belongs to is marked
-in ``scorecard_marks`` afterwards. A refresh recomputes whole days of ``scorecard_days`` from
-``scorecard_rows`` (the current row of each (activation, evaluator): the newest, whatever
-evaluator version wrote it) and stamps them with the time it began. A day is *clean* when its
+in ``scorecard_marks`` afterwards; so is the start day of every production activation a
+rebuild writes (:meth:`Rebuilds.write`). A refresh recomputes whole days of ``scorecard_days``
+from ``scorecard_rows`` (the current row of each (activation, evaluator): the newest, whatever
+evaluator version wrote it) and from ``activations`` (each day's activations, scored or not)
+and stamps them with the time it began. A day is *clean* when its
 newest refresh began after its newest mark (by more than :data:`CLOCK_MARGIN_US`, for clocks of
 cluster nodes); readers take clean days from ``scorecard_days`` and every other day from
 ``scorecard_rows``, so a read is exact whether or not the refresher has caught up.
 
 Rows written before the migration are copied by :meth:`ScorecardRollups.backfill` (the
 refresher's first pass does it); until then ``read_models`` has no ``scorecards`` row and readers
-use the raw tables.
+use the raw tables. Days of activations written before rebuilds marked them, never refreshed, are
+marked once by :meth:`ScorecardRollups.mark_activation_days` (by the backfill or the refresher's
+first pass); until then ``read_models`` has no ``activation_days`` row and the skills list counts
+activations in their table.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
 
@@ -161,11 +167,12 @@ GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))""
 # counts and sums of the current rows (kind 2).
 DAY_AGGREGATES = _day_aggregates()
 
-ROLLUP_FORMAT = 1
+ROLLUP_FORMAT = 2
 """What a refresh writes, carried in its marker row's ``activations``: 1 adds, per day and
 skill version, the distinct activations with a failing current row (kind 3, the skills list's
-failing count). A day refreshed in an older format is not clean: it is read from the rows and
-refreshed again."""
+failing count); 2 adds, per day and skill version, the current production activations, scored
+or not, and their first and last start (kind 4, from the ``activations`` table). A day
+refreshed in an older format is not clean: it is read from the rows and refreshed again."""
 
 # DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
 _WITH_FAILING = _day_aggregates(
@@ -180,6 +187,17 @@ SELECT day, kind_row.1 AS row_kind, skill_version, evaluator, kind_row.2 AS row_
 FROM ({_WITH_FAILING})
 ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
 
+# Per day and skill version: the production activations (their newest row each: FINAL, the key
+# holds the start, which a rebuild keeps), scored or not (kind 4).
+_ACTIVATION_DAYS = """
+SELECT toDate(started_at) AS day, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
+       min(started_at), max(started_at)
+FROM activations FINAL
+WHERE project_id = {project:String} AND skill_name = {skill:String}
+  AND toDate(started_at) IN {days:Array(Date)} AND rerun_id = ''
+GROUP BY day, skill_version
+SETTINGS do_not_merge_across_partitions_select_final = 1"""
+
 # A refresh's rows and markers in one sorted stream, so they are one block and one part: a
 # reader sees all of a refresh or none of it (a few thousand rows, far below a block).
 _REFRESH = f"""
@@ -190,10 +208,33 @@ SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp
 FROM (
     {_REFRESH_AGGREGATES}
     UNION ALL
+    SELECT * FROM ({_ACTIVATION_DAYS})
+    UNION ALL
     SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
            toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC')
 )
 ORDER BY day, row_kind, skill_version, evaluator"""
+
+ACTIVATIONS_READ_MODEL = "activation_days"
+"""Every (project, skill, start day) of the ``activations`` table is marked or refreshed (in
+``read_models`` once the days written before the rebuild write path marked them are marked):
+readers may then count activations from the kind 4 rows of clean days."""
+
+# The (skill, start day) of every activation row written, from a rebuild's batch.
+_ACTIVATION_MARK_SELECT = (
+    "project_id, skill_name, toDate(parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')), "
+    "now64(6)"
+)
+_ACTIVATION_MARK_STRUCTURE = "project_id String, skill_name String, started_at String"
+# Every (project, skill, start day) of the activations table never refreshed (a day refreshed
+# in an older format is refreshed again anyway).
+_MARK_UNREFRESHED_ACTIVATION_DAYS = """
+INSERT INTO scorecard_marks (project_id, skill_name, day, marked_at)
+SELECT project_id, skill_name, day, now64(6)
+FROM (SELECT DISTINCT project_id, skill_name, toDate(started_at) AS day FROM activations)
+WHERE (project_id, skill_name, day) NOT IN (
+    SELECT project_id, skill_name, day FROM scorecard_days WHERE kind = 0)"""
+_ANY_ACTIVATION = "SELECT count() AS n FROM (SELECT 1 FROM activations LIMIT 1)"
 
 _READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
 _SET_READY = (
@@ -250,6 +291,7 @@ class ScorecardRollups:
     def __init__(self, store: Store, *, clock_margin_us: int = CLOCK_MARGIN_US) -> None:
         self._store = store
         self._ready = False
+        self._activations_ready = False
         self.clock_margin_us = clock_margin_us
 
     # -- readiness -------------------------------------------------------------------------
@@ -269,7 +311,47 @@ class ScorecardRollups:
                 log.debug("cannot record the scorecard read model as ready: %s", exc)
         return self._ready
 
+    def activations_ready(self) -> bool:
+        """Whether every day of the ``activations`` table is marked or refreshed, so a clean
+        day's kind 4 rows count all of its activations. A store without activations is ready
+        as soon as this is asked."""
+        if self._activations_ready:
+            return True
+        if int(self._store.query(_READY, {"name": ACTIVATIONS_READ_MODEL})[0]["n"]):
+            self._activations_ready = True
+        elif not int(self._store.query(_ANY_ACTIVATION)[0]["n"]):
+            try:
+                self._store.execute(_SET_READY, {"name": ACTIVATIONS_READ_MODEL})
+                self._activations_ready = True
+            except StoreError as exc:  # a read-only user: readers count the activations
+                log.debug("cannot record the activation read model as ready: %s", exc)
+        return self._activations_ready
+
+    def mark_activation_days(self) -> None:
+        """Mark every (skill, start day) of the ``activations`` table never refreshed (written
+        before rebuilds marked their days, and nobody scored them), then record the activation
+        read model as ready: the refresher counts them."""
+        self._store.execute(_MARK_UNREFRESHED_ACTIVATION_DAYS)
+        self._store.execute(_SET_READY, {"name": ACTIVATIONS_READ_MODEL})
+        self._activations_ready = True
+
     # -- the write path ----------------------------------------------------------------------
+
+    def mark_activations(self, activations: pa.Table) -> None:
+        """Mark the start day of every production activation row of a rebuild's batch (the
+        ``activations`` insert's, columns ``project_id``, ``skill_name``, ``started_at`` as
+        text and ``rerun_id``), written after the rows."""
+        production = activations.filter(pc.equal(activations.column("rerun_id"), ""))
+        if production.num_rows == 0:
+            return
+        narrow = production.select(["project_id", "skill_name", "started_at"])
+        self._store.insert_select(
+            "scorecard_marks",
+            _MARK_COLUMNS,
+            _ACTIVATION_MARK_SELECT,
+            narrow,
+            _ACTIVATION_MARK_STRUCTURE,
+        )
 
     def record(self, project_id: str, evaluations: pa.Table, started: Sequence[str] = ()) -> int:
         """Copy stored evaluation rows (the Arrow batch ``Evaluations.write`` inserted) into
@@ -379,6 +461,8 @@ class ScorecardRollups:
         if not project_id:
             self._store.execute(_SET_READY, {"name": READ_MODEL})
             self._ready = True
+            if not self.activations_ready():  # days with activations and no evaluation
+                self.mark_activation_days()
         return len(skills)
 
 
