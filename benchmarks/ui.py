@@ -67,7 +67,13 @@ def ui_bench(
         if not rollups.ready():
             console.print("backfilling the scorecard read models …")
             rollups.backfill()
-        rollups.refresh_dirty()
+        if not rollups.activations_ready():  # a store generated before the activation counts
+            rollups.mark_activation_days()
+        started = time.perf_counter()
+        refreshed = rollups.refresh_dirty()
+        if refreshed:
+            seconds = time.perf_counter() - started
+            console.print(f"refreshed {refreshed} (skill, day) read-model days in {seconds:.1f} s")
         biggest = list_clusters(store, PROJECT, limit=1)[0].cluster_id
         names = skill_names(50)
         pages = {"clusters": "/?status=all&window=30d", "cluster": f"/clusters/{biggest}"}

@@ -1,18 +1,23 @@
 """The skills list (``Scorecards.overview``, the web UI's skills page) read from the scorecard
 read models gives the raw rows' answer, on both transports: across windows (all time, one
-starting inside a day, one at midnight), with activations nobody scored, after rescoring (marked
+starting inside a day, one at midnight), before the activations' days are all marked (an older
+store), with activations written after the last refresh through the rebuild write path (nobody
+scored them; a paired rerun's, not counted; a session rebuilt again), after rescoring (marked
 days, then refreshed), for a day refreshed in an older format, and after a second rebuild."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
+from skillsight.rebuild.trajectories import atif
 from skillsight.reports import skills_overview
 from skillsight.store import Store
+from skillsight.store.records import Activation
 
 PROJECT = "p"
 SKILLS = skill_names(3)
@@ -117,9 +122,44 @@ def _rescore(store: Store, skill: str, day: str, score: float) -> int:
     return store.evaluations.write(PROJECT, rows)
 
 
-def _unscored_activations(store: Store, skill: str, day: str, count: int) -> None:
-    """Activations of a clean day that no evaluator scored (written by SQL, so no day is
-    marked: they are counted from the activations table)."""
+@dataclass
+class _Rebuilt:
+    """The shape ``rebuild_session`` returns, built by hand."""
+
+    session_id: str
+    trajectory: atif.Trajectory
+    activations: list[Activation] = field(default_factory=list)
+
+
+def _rebuild(store: Store, session: str, skill: str, day: str, count: int, rerun: str = "") -> None:
+    """A session's rebuild through the store's write path: ``count`` activations of a skill
+    started on one day, nobody scored them (``rerun``: a paired rerun's)."""
+    trajectory = atif.Trajectory(
+        session_id=session,
+        agent=atif.Agent(name="claude-code", version="2.1.330"),
+        steps=[atif.Step(step_id=1, source="user", message="go")],
+    )
+    activations = [
+        Activation(
+            activation_id=f"{session}-{n}",
+            session_id=session,
+            trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+            skill_name=skill,
+            skill_version="v",
+            trigger="skill_tool",
+            trigger_call_id=f"toolu_{n}",
+            started_at=f"{day}T{n % 24:02d}:{n % 60:02d}:07.250000Z",
+            ended_at=f"{day}T{n % 24:02d}:{n % 60:02d}:09Z",
+            rerun_id=rerun,
+        )
+        for n in range(count)
+    ]
+    store.rebuilds.write_one(PROJECT, _Rebuilt(session, trajectory, activations))
+
+
+def _unscored_by_sql(store: Store, skill: str, day: str, count: int) -> None:
+    """Activations written by SQL, as a writer older than the marks wrote them (no day is
+    marked)."""
     store.execute(
         "INSERT INTO activations (project_id, activation_id, session_id, trace_id, skill_name,"
         " skill_version, started_at, rebuilt_at) "
@@ -130,43 +170,78 @@ def _unscored_activations(store: Store, skill: str, day: str, count: int) -> Non
     )
 
 
+def _dirty(store: Store) -> set[tuple[str, str]]:
+    return {
+        (s.skill_name, s.day) for s in store.scorecards.rollups.day_states(PROJECT) if not s.clean
+    }
+
+
+def _unscored(store: Store) -> dict[str, int]:
+    return {s.name: s.unscored for s in skills_overview(store, PROJECT, window="all")}
+
+
 def test_the_skills_list_reads_the_same_from_the_day_rollups(store: Store) -> None:
     plan = SyntheticPlan(
         PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
     )
     fill_synthetic_scorecards(store, plan)
+    # an older store: activations on a day nobody scored (the day after the last), unmarked
+    _unscored_by_sql(store, SKILLS[2], _day(-1), 3)
     rollups = store.scorecards.rollups
-    rollups.backfill()
-    assert rollups.ready()
-    assert all(state.clean for state in rollups.day_states(PROJECT))
+    rollups.backfill(PROJECT)  # the scores only: activations still counted in their table
+    assert not rollups.activations_ready()
     assert _compare(store) > 0
-
-    _unscored_activations(store, SKILLS[1], _day(3), 4)
+    rollups.backfill()  # marks the day nobody scored, then the read model is ready
+    assert rollups.ready() and rollups.activations_ready()
+    assert _dirty(store) == {(SKILLS[2], _day(-1))}
     _compare(store)
-    overview = {s.name: s for s in skills_overview(store, PROJECT, window="all")}
-    assert overview[SKILLS[1]].unscored == 4
+    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
+    assert rollups.refresh_dirty() == 1
+    assert not _dirty(store)
+    assert _compare(store) > 0
+    assert _unscored(store)[SKILLS[2]] == 3
+
+    # activations written after the last refresh, nobody scored them: their days are marked,
+    # read from the rows, then refreshed; the window's first (partial) day is read from the
+    # rows whatever its state
+    _rebuild(store, "late-1", SKILLS[1], _day(3), 4)
+    _rebuild(store, "late-2", SKILLS[0], _day(7), 30)
+    assert _dirty(store) == {(SKILLS[1], _day(3)), (SKILLS[0], _day(7))}
+    _compare(store)
+    assert _unscored(store)[SKILLS[1]] == 4
+    assert rollups.refresh_dirty() == 2
+    _compare(store)
+    # a paired rerun's activations are not production traffic: no day marked, none counted
+    _rebuild(store, "rerun-1", SKILLS[1], _day(3), 5, rerun="rerun-a")
+    assert not _dirty(store)
+    _compare(store)
+    assert _unscored(store)[SKILLS[1]] == 4
+
+    # the same session rebuilt again (same activations, a newer stamp): counted once, and the
+    # day's refresh leaves the rerun's out
+    _rebuild(store, "late-1", SKILLS[1], _day(3), 4)
+    assert _dirty(store) == {(SKILLS[1], _day(3))}
+    _compare(store)
+    assert rollups.refresh_dirty() == 1
+    _compare(store)
+    assert _unscored(store)[SKILLS[1]] == 4
 
     # rescored: the marked days are read from the copied rows, then refreshed
     assert _rescore(store, SKILLS[0], _day(0), 0.0) > 0
     assert _rescore(store, SKILLS[2], _day(4), 1.0) > 0
-    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
-    assert dirty == {(SKILLS[0], _day(0)), (SKILLS[2], _day(4))}
+    assert _dirty(store) == {(SKILLS[0], _day(0)), (SKILLS[2], _day(4))}
     _compare(store)
-    # one clock here: a refresh begun after the marks cleans them (kept so to the end, so
-    # which days are clean does not depend on how fast the refresh ran)
-    rollups.clock_margin_us = 0
     assert rollups.refresh_dirty() == 2
     _compare(store)
 
-    # a day whose newest refresh wrote an older format (no failing counts) is read from the
-    # rows until the refresher recomputes it
+    # a day whose newest refresh wrote an older format (1: no activation counts) is read from
+    # the rows until the refresher recomputes it
     store.execute(
         "INSERT INTO scorecard_days (project_id, skill_name, day, kind, activations,"
-        " refreshed_at) VALUES ({p:String}, {s:String}, {d:Date}, 0, 0, now64(6))",
+        " refreshed_at) VALUES ({p:String}, {s:String}, {d:Date}, 0, 1, now64(6))",
         {"p": PROJECT, "s": SKILLS[0], "d": _day(2)},
     )
-    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
-    assert dirty == {(SKILLS[0], _day(2))}
+    assert _dirty(store) == {(SKILLS[0], _day(2))}
     _compare(store)
     assert rollups.refresh_dirty() == 1
     _compare(store)

@@ -5,11 +5,14 @@ whatever the number of skills.
 Before the scorecard read models are ready it aggregates the current evaluations joined to the
 activations. Then it reads them as a scorecard does (:mod:`._scorecard_reads`), for every skill
 at once: clean days after the window's first from ``scorecard_days`` (per day, version and
-evaluator; per day and version the activations scored and the failing ones), the window's first
-day (partial) and every day some skill wrote since its last refresh from ``scorecard_rows``
-(FINAL inside the monthly partitions), summed here across versions and days; the activations,
-scored or not, are counted in their own table. Reads are exact whether or not the refresher has
-caught up; ``tests/test_skills_overview_rollups.py`` compares them with the raw rows.
+evaluator; per day and version the activations scored, the failing ones and every production
+activation, scored or not), the window's first day (partial) and every day some skill wrote
+since its last refresh from ``scorecard_rows`` (FINAL inside the monthly partitions) and the
+``activations`` table, summed here across versions and days. Until every day of the activations
+table is marked or refreshed (``ScorecardRollups.activations_ready``: a store older than the
+rebuilds' marks) the window's activations are counted in their table. Reads are exact whether or
+not the refresher has caught up; ``tests/test_skills_overview_rollups.py`` compares them with
+the raw rows.
 """
 
 from __future__ import annotations
@@ -71,7 +74,8 @@ _OVERVIEW_SETS = {
 
 # The newest refresh of some clean days of every skill of a project, summed per skill and
 # evaluator (the current rows' counts and sums: kind 2) and per skill and day (the activations
-# scored, kind 1, and the failing ones, kind 3); each version's rows added up.
+# scored, kind 1, the failing ones, kind 3, and every activation with its first and last start,
+# kind 4); each version's rows added up.
 _CLEAN_DAYS = """
 SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(day) AS day,
        sumIf(n, kind = 2) AS evaluations, sumIf(n_scored, kind = 2) AS scored,
@@ -80,14 +84,18 @@ SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(day) AS da
        minIf(n_score_min, kind = 2 AND n_scored > 0) AS score_min,
        sumIf(n, kind = 1) AS scored_activations, sumIf(n, kind = 3) AS failing,
        toUnixTimestamp64Micro(minIf(first, kind = 1)) AS first_started_us,
-       toUnixTimestamp64Micro(maxIf(last, kind = 1)) AS last_started_us
+       toUnixTimestamp64Micro(maxIf(last, kind = 1)) AS last_started_us,
+       sumIf(n, kind = 4) AS activations,
+       toUnixTimestamp64Micro(minIf(first, kind = 4)) AS first_run_us,
+       toUnixTimestamp64Micro(maxIf(last, kind = 4)) AS last_run_us
 FROM (
     SELECT skill_name, day, kind, skill_version, evaluator, activations AS n,
            scored AS n_scored, not_evaluated AS n_not_evaluated, passed AS n_passed,
            score_sum AS n_score_sum, score_min AS n_score_min, first_started AS first,
            last_started AS last
     FROM scorecard_days
-    WHERE project_id = {project:String} AND kind IN (1, 2, 3) AND day IN {clean:Array(Date)}
+    WHERE project_id = {project:String} AND kind IN (1, 2, 3, 4)
+      AND day IN {clean:Array(Date)}
       AND (skill_name, day, refreshed_at) IN (
         SELECT skill_name, day, max(refreshed_at) FROM scorecard_days
         WHERE project_id = {project:String} AND kind = 0 AND day IN {clean:Array(Date)}
@@ -97,7 +105,9 @@ FROM (
 GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
 
 # The same sums from the current rows of the other days (the window's first, partial, and
-# those written since their last refresh), FINAL inside the monthly partitions.
+# those written since their last refresh), FINAL inside the monthly partitions. The days and the
+# window's start filter key columns (every row of a key has the same), so PREWHERE drops rows
+# before FINAL merges them: at 10M half the time of the window's first day.
 _ROW_DAYS = """
 SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(toDate(started_at)) AS day,
        count() AS evaluations, countIf(score IS NOT NULL) AS scored,
@@ -113,20 +123,35 @@ FROM (
     SELECT skill_name, activation_id, evaluator, started_at, score, passed, label,
            ifNull(passed = false, false) AS failed
     FROM scorecard_rows FINAL
-    WHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
+    PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
       AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
     SETTINGS do_not_merge_across_partitions_select_final = 1
 )
 GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
 
-_OVERVIEW_ACTIVATIONS = """
-SELECT grouping(skill_name, day) AS grouping_set, skill_name, toString(toDate(started_at)) AS day,
+# The activations of the days read from the rows, per skill and day: newest row each (FINAL;
+# key columns in PREWHERE, before FINAL, as above; rerun_id after it).
+_ROW_ACTIVATIONS = """
+SELECT skill_name, toString(toDate(started_at)) AS day,
+       count() AS activations, toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
+       toUnixTimestamp64Micro(max(started_at)) AS last_started_us
+FROM activations FINAL
+PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
+  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+WHERE rerun_id = ''
+GROUP BY skill_name, day
+SETTINGS do_not_merge_across_partitions_select_final = 1"""
+
+# The window's activations per skill and day, before every day of the activations table is
+# marked or refreshed (a store older than the rebuilds' marks).
+_WINDOW_ACTIVATIONS = """
+SELECT skill_name, toString(toDate(started_at)) AS day,
        count() AS activations, toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
        toUnixTimestamp64Micro(max(started_at)) AS last_started_us
 FROM activations FINAL
 WHERE project_id = {project:String}
   AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
-GROUP BY GROUPING SETS ((skill_name), (skill_name, day))
+GROUP BY skill_name, day
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
 
@@ -176,24 +201,54 @@ class _Scores:
         }
 
 
-class _Ran:
-    """One skill's (or skill and day's) scored and failing activations and their starts."""
+class _Span:
+    """Activations and the first and last of their starts, summed over parts."""
 
-    __slots__ = ("failing", "first", "last", "scored")
+    __slots__ = ("count", "first", "last")
 
     def __init__(self) -> None:
-        self.scored = self.failing = 0
+        self.count = 0
         self.first: int | None = None
         self.last: int | None = None
 
-    def add(self, row: Mapping[str, Any]) -> None:
-        scored = int(row["scored_activations"])
-        self.scored += scored
-        self.failing += int(row["failing"])
-        if scored:
-            first, last = int(row["first_started_us"]), int(row["last_started_us"])
+    def add(self, count: int, first: int, last: int) -> None:
+        if count:
+            self.count += count
             self.first = first if self.first is None else min(self.first, first)
             self.last = last if self.last is None else max(self.last, last)
+
+
+class _Ran:
+    """One skill's (or skill and day's) activations, the scored and the failing ones."""
+
+    __slots__ = ("failing", "ran", "scored")
+
+    def __init__(self) -> None:
+        self.scored, self.ran = _Span(), _Span()
+        self.failing = 0
+
+    def add_scored(self, row: Mapping[str, Any]) -> None:
+        self.failing += int(row["failing"])
+        self.scored.add(
+            int(row["scored_activations"]),
+            int(row["first_started_us"]),
+            int(row["last_started_us"]),
+        )
+
+    def add_ran(self, count: int, first: int, last: int) -> None:
+        self.ran.add(count, first, last)
+
+    def row(self, skill: str, day: str) -> dict[str, Any]:
+        # activations nobody counted in their table (not stored): the scored ones stand in
+        span = self.ran if self.ran.count else self.scored
+        return {
+            "skill_name": skill,
+            "day": day,
+            "activations": span.count,
+            "failing": self.failing,
+            "first_started_us": span.first,
+            "last_started_us": span.last,
+        }
 
 
 def skills_overview(
@@ -206,43 +261,50 @@ def skills_overview(
         for row in store.query(_OVERVIEW, params):
             out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
         return out
-    clean, raw = _split(store.scorecards.rollups.day_states(project_id), since_us)
+    rollups = store.scorecards.rollups
+    clean, raw = _split(rollups.day_states(project_id), since_us)
+    counted = rollups.activations_ready()  # clean days' activations in their kind 4 rows
     parts: list[dict[str, Any]] = []
     if clean:  # an empty IN set would still read every row
         parts += store.query(_CLEAN_DAYS, {**params, "clean": clean})
     if raw:
         parts += store.query(_ROW_DAYS, {**params, "days": raw})
     scores: dict[tuple[str, str], _Scores] = {}
-    scored: dict[tuple[str, str], _Ran] = {}  # (skill, day) and (skill, '') for the window
+    ran: dict[tuple[str, str], _Ran] = {}  # (skill, day) and (skill, '') for the window
+
+    def add(skill: str, day: str) -> list[_Ran]:
+        return [ran.setdefault((skill, day), _Ran()), ran.setdefault((skill, ""), _Ran())]
+
     for row in parts:
         skill = str(row["skill_name"])
         if int(row["by_evaluator"]):
-            if row["evaluator"]:  # '': the per-version rows (kinds 1 and 3)
+            if row["evaluator"]:  # '': the per-version rows (kinds 1, 3 and 4)
                 scores.setdefault((skill, str(row["evaluator"])), _Scores()).add(row)
-        else:
-            scored.setdefault((skill, str(row["day"])), _Ran()).add(row)
-            scored.setdefault((skill, ""), _Ran()).add(row)
-    ran: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in store.query(_OVERVIEW_ACTIVATIONS, params):
-        day = "" if int(row["grouping_set"]) else str(row["day"])
-        ran[str(row["skill_name"]), day] = row
+            continue
+        for sums in add(skill, str(row["day"])):
+            sums.add_scored(row)
+            if counted and "activations" in row:  # a clean day's
+                sums.add_ran(
+                    int(row["activations"]), int(row["first_run_us"]), int(row["last_run_us"])
+                )
+    if not counted:
+        runs = store.query(_WINDOW_ACTIVATIONS, params)
+    else:
+        runs = store.query(_ROW_ACTIVATIONS, {**params, "days": raw}) if raw else []
+    for row in runs:
+        for sums in add(str(row["skill_name"]), str(row["day"])):
+            sums.add_ran(
+                int(row["activations"]),
+                int(row["first_started_us"]),
+                int(row["last_started_us"]),
+            )
     for (skill, evaluator), score in scores.items():
         out["evaluators"].append(score.row(skill, evaluator))
-    for skill, day in sorted(set(ran) | set(scored)):
-        base, sums = ran.get((skill, day)), scored.get((skill, day), _Ran())
-        if base is None and not sums.scored:
+    for (skill, day), sums in sorted(ran.items()):
+        if not sums.ran.count and not sums.scored.count:
             continue
-        out["days" if day else "skills"].append(
-            {
-                "skill_name": skill,
-                "day": day,
-                "activations": int(base["activations"]) if base else sums.scored,
-                "failing": sums.failing,
-                "first_started_us": int(base["first_started_us"]) if base else sums.first,
-                "last_started_us": int(base["last_started_us"]) if base else sums.last,
-            }
-        )
-        unscored = int(base["activations"]) - sums.scored if base else 0
+        out["days" if day else "skills"].append(sums.row(skill, day))
+        unscored = sums.ran.count - sums.scored.count
         if not day and unscored > 0:  # ran, and nobody scored them: no failure known
             out["evaluators"].append(
                 {"skill_name": skill, "evaluator": "", "activations": unscored}
