@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
+from skillsight.store._day_aggregates import EVERY_ROW, REFRESH, ROLLUP_FORMAT
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -131,89 +132,6 @@ FROM (
 )
 GROUP BY project_id, skill_name, day
 ORDER BY project_id, skill_name, day"""
-
-# CURRENT_ROWS' parameters that keep every row of the days named.
-EVERY_ROW = {"since": 0, "evaluator": ""}
-
-# The current row of each (activation, evaluator) of some start days of a skill. The table's
-# key is (skill, start, activation, evaluator) and its version evaluated_at, so FINAL keeps the
-# newest row of each (an activation has one start): 5x cheaper than sorting the rows for
-# LIMIT 1 BY. Only key columns are filtered before FINAL merges the rows.
-CURRENT_ROWS = """
-    SELECT activation_id, evaluator, evaluator_version, skill_version, score, passed, label,
-           started_at, evaluated_at
-    FROM scorecard_rows FINAL
-    WHERE project_id = {project:String} AND skill_name = {skill:String}
-      AND toDate(started_at) IN {days:Array(Date)}
-      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-      AND ({evaluator:String} = '' OR evaluator = {evaluator:String})"""
-
-
-def _day_aggregates(extra: str = "", rows: str = CURRENT_ROWS) -> str:
-    return f"""
-SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, skill_version,
-       evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
-       countIf(score IS NOT NULL) AS scored,
-       countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
-       countIf(passed = true) AS passed,
-       sumIf(assumeNotNull(score), score IS NOT NULL) AS score_sum,
-       minIf(assumeNotNull(score), score IS NOT NULL) AS score_min,
-       min(started_at) AS first_started, max(started_at) AS last_started{extra}
-FROM ({rows})
-GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))"""
-
-
-# Per day: per skill version the distinct activations (kind 1), per version and evaluator the
-# counts and sums of the current rows (kind 2).
-DAY_AGGREGATES = _day_aggregates()
-
-ROLLUP_FORMAT = 2
-"""What a refresh writes, carried in its marker row's ``activations``: 1 adds, per day and
-skill version, the distinct activations with a failing current row (kind 3, the skills list's
-failing count); 2 adds, per day and skill version, the current production activations, scored
-or not, and their first and last start (kind 4, from the ``activations`` table). A day
-refreshed in an older format is not clean: it is read from the rows and refreshed again."""
-
-# DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
-_WITH_FAILING = _day_aggregates(
-    ", uniqExactIf(activation_id, failed) AS failing",
-    f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})",
-)
-_REFRESH_AGGREGATES = f"""
-SELECT day, kind_row.1 AS row_kind, skill_version, evaluator, kind_row.2 AS row_activations,
-       if(row_kind = 3, 0, scored), if(row_kind = 3, 0, not_evaluated),
-       if(row_kind = 3, 0, passed), if(row_kind = 3, 0, score_sum),
-       if(row_kind = 3, 0, score_min), first_started, last_started
-FROM ({_WITH_FAILING})
-ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
-
-# Per day and skill version: the production activations (their newest row each: FINAL, the key
-# holds the start, which a rebuild keeps), scored or not (kind 4).
-_ACTIVATION_DAYS = """
-SELECT toDate(started_at) AS day, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
-       min(started_at), max(started_at)
-FROM activations FINAL
-WHERE project_id = {project:String} AND skill_name = {skill:String}
-  AND toDate(started_at) IN {days:Array(Date)} AND rerun_id = ''
-GROUP BY day, skill_version
-SETTINGS do_not_merge_across_partitions_select_final = 1"""
-
-# A refresh's rows and markers in one sorted stream, so they are one block and one part: a
-# reader sees all of a refresh or none of it (a few thousand rows, far below a block).
-_REFRESH = f"""
-INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
-    activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
-    last_started, refreshed_at)
-SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
-FROM (
-    {_REFRESH_AGGREGATES}
-    UNION ALL
-    SELECT * FROM ({_ACTIVATION_DAYS})
-    UNION ALL
-    SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
-           toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC')
-)
-ORDER BY day, row_kind, skill_version, evaluator"""
 
 ACTIVATIONS_READ_MODEL = "activation_days"
 """Every (project, skill, start day) of the ``activations`` table is marked or refreshed (in
@@ -430,7 +348,7 @@ class ScorecardRollups:
             chunk = list(days[start : start + _REFRESH_DAYS_PER_STATEMENT])
             stamp = int(self._store.query(_NOW)[0]["now_us"])
             params = {"project": project_id, "skill": skill, "days": chunk, **EVERY_ROW}
-            self._store.execute(_REFRESH, {**params, "stamp": stamp})
+            self._store.execute(REFRESH, {**params, "stamp": stamp})
 
     def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
         """Refresh every day marked since its last refresh, of the skills in this shard (by a

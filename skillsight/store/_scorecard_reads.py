@@ -14,13 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from skillsight.store._rollups import (
-    CURRENT_ROWS,
-    DAY_AGGREGATES,
-    EVERY_ROW,
-    DayState,
-    day_of,
-)
+from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW
+from skillsight.store._rollups import DayState, day_of
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
