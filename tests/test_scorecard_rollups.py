@@ -80,7 +80,7 @@ def _compare(store: Store, skills: tuple[str, ...] = SKILLS) -> int:
     return gate_rows
 
 
-def _rescore(store: Store, skill: str, day: str, score: float, version: str) -> int:
+def rescore(store: Store, skill: str, day: str, score: float, version: str) -> int:
     """New rows (through the store's write path) for every evaluation of a skill's
     activations started on one day."""
     found = store.query(
@@ -140,9 +140,9 @@ def _rescored_days_are_marked_and_refreshed(store: Store) -> None:
     rollups = store.scorecards.rollups
     popular, other = SKILLS[0], SKILLS[2]
     days = [(END - timedelta(days=n)).date().isoformat() for n in (0, 5)]
-    assert _rescore(store, popular, days[0], 0.25, "9") > 0
-    assert _rescore(store, popular, days[1], 1.0, "1") > 0
-    assert _rescore(store, other, days[1], 0.0, "2") > 0
+    assert rescore(store, popular, days[0], 0.25, "9") > 0
+    assert rescore(store, popular, days[1], 1.0, "1") > 0
+    assert rescore(store, other, days[1], 0.0, "2") > 0
     dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
     assert dirty == {(popular, days[0]), (popular, days[1]), (other, days[1])}
     _compare(store, (popular, other))  # the marked days read from the copied rows
@@ -171,7 +171,7 @@ def _second_rebuild(store: Store) -> None:
         {"p": PROJECT, "s": skill, "d": day},
     )
     _compare(store, (skill,))  # the gate names the newest rebuild's session
-    assert _rescore(store, skill, day, 0.5, "3") > 0
+    assert rescore(store, skill, day, 0.5, "3") > 0
     _compare(store, (skill,))
 
 
@@ -306,7 +306,7 @@ def test_the_refresher_backfills_then_refreshes_marked_days(tmp_path: Path) -> N
         refresher = ReadModelRefresher(store, interval_s=60)
         assert refresher.refresh_now() == 0  # the backfill refreshes what it copies
         assert refresher.stats.backfilled_skills == 2 and store.scorecards.rollups.ready()
-        assert _rescore(store, SKILLS[0], END.date().isoformat(), 0.0, "5") > 0
+        assert rescore(store, SKILLS[0], END.date().isoformat(), 0.0, "5") > 0
         store.scorecards.rollups.clock_margin_us = 0
         assert refresher.refresh_now() == 1
         assert refresher.health()["days_refreshed"] == 1

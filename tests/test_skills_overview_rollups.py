@@ -18,6 +18,7 @@ from skillsight.rebuild.trajectories import atif
 from skillsight.reports import skills_overview
 from skillsight.store import Store
 from skillsight.store.records import Activation
+from tests.test_scorecard_rollups import rescore
 
 PROJECT = "p"
 SKILLS = skill_names(3)
@@ -90,36 +91,6 @@ def _compare(store: Store) -> int:
             _same(raw[part], fast[part], f"since {since} {part}")
         compared += len(raw["days"])
     return compared
-
-
-def _rescore(store: Store, skill: str, day: str, score: float) -> int:
-    """New rows through the store's write path for every evaluation of a skill's activations
-    started on one day."""
-    found = store.query(
-        "SELECT activation_id, evaluator, skill_version FROM evaluations "
-        "WHERE project_id = {p:String} AND skill_name = {s:String} AND activation_id IN ("
-        "  SELECT activation_id FROM activations WHERE project_id = {p:String}"
-        "  AND skill_name = {s:String} AND toDate(started_at) = {d:Date}) "
-        "LIMIT 1 BY activation_id, evaluator",
-        {"p": PROJECT, "s": skill, "d": day},
-    )
-    stamp = int(datetime.now(UTC).timestamp() * 1e6)
-    rows = [
-        {
-            "activation_id": r["activation_id"],
-            "evaluator": r["evaluator"],
-            "evaluator_version": "9",
-            "skill_name": skill,
-            "skill_version": r["skill_version"],
-            "score": score,
-            "passed": score >= 1.0,
-            "label": "rescored",
-            "reason": f"rescored to {score}",
-            "evaluated_at_us": stamp,
-        }
-        for r in found
-    ]
-    return store.evaluations.write(PROJECT, rows)
 
 
 @dataclass
@@ -227,8 +198,8 @@ def test_the_skills_list_reads_the_same_from_the_day_rollups(store: Store) -> No
     assert _unscored(store)[SKILLS[1]] == 4
 
     # rescored: the marked days are read from the copied rows, then refreshed
-    assert _rescore(store, SKILLS[0], _day(0), 0.0) > 0
-    assert _rescore(store, SKILLS[2], _day(4), 1.0) > 0
+    assert rescore(store, SKILLS[0], _day(0), 0.0, "9") > 0
+    assert rescore(store, SKILLS[2], _day(4), 1.0, "9") > 0
     assert _dirty(store) == {(SKILLS[0], _day(0)), (SKILLS[2], _day(4))}
     _compare(store)
     assert rollups.refresh_dirty() == 2
