@@ -180,6 +180,7 @@ def bench_rebuild(
                     console.print(
                         f"turn of {turn_steps:,} steps in {turn['batches']} batches, {policy}: "
                         f"{r['provisional_rebuilds']} provisional rebuilds, "
+                        f"{r['span_id_looks']} looks at its span ids, "
                         f"{r['total_cpu_s']} CPU-s in all = {r['ratio']}x one rebuild "
                         f"({r['one_rebuild_cpu_s']} CPU-s)"
                     )

@@ -5,14 +5,17 @@ in ``batches`` batches, its root span (sent when the turn ends) last. After each
 session is due, as in the finalizer past ``max_wait_s``: it is rebuilt provisionally for the
 display under the finalizer's policy — again only once its spans have grown
 ``provisional_growth`` times (the finalizer also waits ``provisional_every_s`` between two; this
-replays the worst case, every batch due at once). The root makes it complete and it is rebuilt
-settled. The total CPU of that rebuild work (store reads, rebuilds, writes; not the inserts) is
-compared with one rebuild of the whole session. ``per_batch`` also replays the policy before
-(a provisional rebuild after every batch), quadratic in the turn's length.
+replays the worst case, every batch due at once), and below that mark, while the turn waits for
+its root span, it is held without a look at its span ids, as the finalizer does. The root makes
+it complete and it is rebuilt settled. The total CPU of that work (the discovery queries, store
+reads, rebuilds, writes; not the inserts) is compared with one rebuild of the whole session.
+``per_batch`` also replays the policy before (a provisional rebuild after every batch),
+quadratic in the turn's length.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +23,7 @@ from typing import Any
 
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
-from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
+from skillsight.rebuild.finalizer import ProvisionalTurn, default_rebuild, rebuild_sessions
 from skillsight.store import EmbeddedStore, Store
 
 PROJECT = "long"
@@ -58,7 +61,11 @@ def _insert(store: Store, tables: Any) -> None:
 
 
 def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str, Any]:
-    """CPU seconds of the rebuild work; ``growth`` None: a provisional rebuild per batch."""
+    """CPU seconds of the rebuild work; ``growth`` None: a provisional rebuild per batch.
+
+    The bounded policy is the finalizer's: after each batch its discovery query (counted: it
+    also counts the new span rows and root spans) and, below the mark of a turn still waiting
+    for its root span, no look at the span ids (:class:`ProvisionalTurn`)."""
     rebuild = default_rebuild()
     key = "00000000-0000-4000-8000-00000000long"
     ident = (PROJECT, key)
@@ -66,22 +73,33 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
         store = EmbeddedStore(Path(tmp) / "store")
         try:
             store.migrate()
-            cpu, provisional, last_spans = 0.0, 0, 0
+            cpu, provisional, looks, watermark = 0.0, 0, 0, 0
+            turn: ProvisionalTurn | None = None
             for tables in batches:
                 _insert(store, tables)
-                hold = {ident: int(last_spans * growth)} if growth and last_spans else {}
                 started = time.process_time()
+                for arrival in store.sessions.arrivals(watermark):
+                    watermark = max(watermark, arrival.last_ingested_us)
+                    if turn is not None and arrival.session_key == key:
+                        turn.arrived(arrival.span_rows, arrival.root_spans)
+                hold = {ident: math.ceil(turn.rebuilt_spans * growth)} if growth and turn else {}
                 outcomes, _ = rebuild_sessions(
                     store,
                     [(PROJECT, key, 0)],
                     rebuild=rebuild,
                     provisional={ident},
                     hold_below=hold,
+                    held={ident} if turn and hold and turn.held_below(hold[ident]) else set(),
                 )
                 cpu += time.process_time() - started
-                if outcomes[0].rebuilt is not None:
+                outcome = outcomes[0]
+                looks += outcome.looked
+                if outcome.rebuilt is not None:
                     provisional += 1
-                    last_spans = outcomes[0].spans
+                    spans = outcome.spans
+                    turn = ProvisionalTurn(0.0, spans, spans, outcome.waits_for_root)
+                elif turn is not None and outcome.looked:
+                    turn.looked(outcome.spans, outcome.waits_for_root)
             _insert(store, root)
             started = time.process_time()
             outcomes, _ = rebuild_sessions(
@@ -99,6 +117,7 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
     one = sorted(whole)[1]
     return {
         "provisional_rebuilds": provisional,
+        "span_id_looks": looks,
         "total_cpu_s": round(cpu, 2),
         "one_rebuild_cpu_s": round(one, 2),
         "ratio": round(cpu / one, 2),

@@ -5,6 +5,7 @@ turn running past max_wait_s is rebuilt provisionally at a bounded rate."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from benchmarks.rebuild import raw_tables
@@ -15,21 +16,25 @@ from skillsight.rebuild.finalizer import (
     default_rebuild,
     rebuild_sessions,
 )
-from skillsight.rebuild.rebuild_pass import is_complete
-from skillsight.store import EmbeddedStore, Store
+from skillsight.rebuild.rebuild_pass import is_complete, waits_for_root
+from skillsight.store import EmbeddedStore, SpanParents, Store
 
 PROJECT = "p"
 
 
 def _session(store: Store, seed: int, *, drop: str = "") -> str:
-    """A synthetic Claude Code session; ``drop``: its root span left out ('root'), or one
-    span's parent never sent ('parent': a parent in a service that does not export here)."""
+    """A synthetic Claude Code session; ``drop``: its root span left out ('root'), the root's
+    parent never sent ('parent': a parent in a service that does not export here), or a
+    span's below the root ('inner')."""
     key = f"00000000-0000-4000-8000-{seed:012d}"
     spans, events = synthetic_session(8, skill_every=3, seed=seed, session_id=key)
     if drop == "root":
         spans = [s for s in spans if s["parent_span_id"]]
     elif drop == "parent":
         spans[-1] = {**spans[-1], "parent_span_id": "00000000000000ff"}
+    elif drop == "inner":
+        index = next(i for i, s in enumerate(spans) if s["parent_span_id"])
+        spans[index] = {**spans[index], "parent_span_id": "00000000000000ff"}
     span_table, event_table = raw_tables(PROJECT, spans, events)
     store.spans.insert(span_table)
     store.events.insert(event_table)
@@ -42,13 +47,19 @@ def test_missing_parents_agree_with_the_completeness_rule(store: Store) -> None:
         "no root": _session(store, 2, drop="root"),
         "no parent": _session(store, 3, drop="parent"),
         "whole too": _session(store, 4),
+        "no inner parent": _session(store, 7, drop="inner"),
     }
     missing = store.sessions.missing_parents(PROJECT, [*keys.values(), "never-seen"])
-    assert missing == {keys["no root"], keys["no parent"]}
+    assert missing == {keys["no root"], keys["no parent"], keys["no inner parent"]}
     rows = store.sessions.rows_of(PROJECT, list(keys.values()))
     for key, (spans, _events) in rows.items():
         parents_in = is_complete(spans, [])  # the parent rule alone
         assert parents_in == (key not in missing), key
+    # Only the rootless ones wait for a root span: the last misses a parent below its root.
+    found = store.sessions.parents(PROJECT, list(keys.values()))
+    waiting = {k for k, parents in found.items() if parents.waits_for_root}
+    assert waiting == {keys["no root"], keys["no parent"]}
+    assert all(found[k].waits_for_root == waits_for_root(rows[k][0]) for k in keys.values())
 
 
 def test_a_pass_holds_what_misses_a_parent_and_rebuilds_the_rest(store: Store) -> None:
@@ -123,23 +134,37 @@ def test_provisional_rebuilds_are_rate_limited_and_a_root_settles_at_once(
     assert item.session_id == key and item.activations
 
 
+def _growing_turn(store: Store, seed: int) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    """A turn of 30 steps whose spans are inserted a part at a time: (insert, spans, root)."""
+    key = f"00000000-0000-4000-8000-{seed:012d}"
+    spans, _ = synthetic_session(30, skill_every=4, seed=seed, session_id=key)
+    [root] = [s for s in spans if not s["parent_span_id"]]
+
+    def insert(part: list[dict[str, Any]]) -> None:
+        store.spans.insert(raw_tables(PROJECT, part, [])[0])
+
+    return insert, [s for s in spans if s["parent_span_id"]], root
+
+
+async def _until(finalizer: Finalizer, condition: Any) -> None:
+    async with asyncio.timeout(30):
+        while not condition(finalizer.health()):
+            await asyncio.sleep(0.02)
+
+
 def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
     embedded_store: EmbeddedStore,
 ) -> None:
-    key = "00000000-0000-4000-8000-000000000078"
-    spans, _ = synthetic_session(30, skill_every=4, seed=78, session_id=key)
-    rest = [s for s in spans if s["parent_span_id"]]  # the root never comes
+    """Below its mark and still without its root span, the turn is held without a look at its
+    span ids (the discovery query counted its new spans); its root ends the wait at once."""
+    insert, rest, root = _growing_turn(embedded_store, 78)
     first, little, doubled = 10, 15, 25  # spans in after each batch
+    announced: list[ActivationsReady] = []
 
-    def insert(part: list[dict[str, Any]]) -> None:
-        embedded_store.spans.insert(raw_tables(PROJECT, part, [])[0])
+    async def note(item: ActivationsReady) -> None:
+        announced.append(item)
 
-    async def until(finalizer: Finalizer, condition: Any) -> None:
-        async with asyncio.timeout(30):
-            while not condition(finalizer.health()):
-                await asyncio.sleep(0.02)
-
-    async def run() -> None:
+    async def run() -> dict[str, Any]:
         finalizer = Finalizer(
             embedded_store,
             quiet_s=0.05,
@@ -149,16 +174,66 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
             provisional_every_s=0.0,
             provisional_growth=2.0,
         )
+        finalizer.subscribe(note)
         async with finalizer:
             insert(rest[:first])
-            await until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
+            await _until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
             insert(rest[first:little])  # 15 < 2 x 10: held
-            await until(finalizer, lambda h: h["incomplete_sessions"] == 1)
+            await _until(finalizer, lambda h: h["incomplete_sessions"] == 1)
             assert finalizer.health()["provisional_rebuilds"] == 1
+            assert finalizer.health()["parent_looks"] == 0  # known without asking the store
             insert(rest[little:doubled])  # 25 >= 20: shown again
-            await until(finalizer, lambda h: h["provisional_rebuilds"] == 2)
+            await _until(finalizer, lambda h: h["provisional_rebuilds"] == 2)
+            assert not announced
+            insert([root])  # the turn ends: looked at, complete, scored at once
+            await _until(finalizer, lambda h: h["sessions_rebuilt"] == 3)
+            return finalizer.health()
 
-    asyncio.run(run())
+    health = asyncio.run(run())
+    assert (health["parent_looks"], health["settled_incomplete"]) == (2, 0)
+    [item] = announced
+    assert item.activations
+
+
+def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """A turn held below its mark whose agent stops sending (crashed mid-turn) is not held
+    forever: settle_s after its last row it is rebuilt as it is, every span in, and scored."""
+    insert, rest, _ = _growing_turn(embedded_store, 79)
+    announced: list[ActivationsReady] = []
+
+    async def note(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    async def run() -> dict[str, Any]:
+        finalizer = Finalizer(
+            embedded_store,
+            quiet_s=0.05,
+            max_wait_s=0.0,
+            settle_s=1.0,
+            poll_s=0.02,
+            provisional_every_s=0.0,
+        )
+        finalizer.subscribe(note)
+        async with finalizer:
+            insert(rest[:10])
+            await _until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
+            insert(rest[10:15])  # held below its mark, then nothing more comes
+            await _until(finalizer, lambda h: h["settled_incomplete"] == 1)
+            return finalizer.health()
+
+    health = asyncio.run(run())
+    assert (health["provisional_rebuilds"], health["unsettled_sessions"]) == (1, 0)
+    [item] = announced
+    spans, events = embedded_store.sessions.rows(PROJECT, item.session_id)
+    assert len(spans) == 15  # the 5 held ones included in what was scored:
+    stored = json.loads(embedded_store.trajectories.get(PROJECT, item.session_id) or "{}")
+    whole = default_rebuild()(spans, events, project_id=PROJECT, session_id=item.session_id)
+    assert len(stored["steps"]) == len(whole.trajectory.steps)  # type: ignore[attr-defined]
+    assert [a.settled for a in embedded_store.activations.find(PROJECT)] == [True] * len(
+        item.activations
+    )
 
 
 def test_a_trace_shared_by_two_sessions_is_counted_span_by_span(store: Store) -> None:
@@ -172,9 +247,10 @@ def test_a_trace_shared_by_two_sessions_is_counted_span_by_span(store: Store) ->
     store.spans.insert(raw_tables(PROJECT, spans[:half] + moved, [])[0])
     found = store.sessions.parents(PROJECT, [first, second])
 
-    def expected(part: list[dict[str, Any]]) -> tuple[int, bool]:
+    def expected(part: list[dict[str, Any]]) -> SpanParents:
         ids = {s["span_id"] for s in part}
-        return len(part), any(s["parent_span_id"] not in ids | {""} for s in part)
+        missing = any(s["parent_span_id"] not in ids | {""} for s in part)
+        return SpanParents(len(part), missing, waits_for_root(part))
 
     assert found == {first: expected(spans[:half]), second: expected(moved)}
-    assert any(missing for _, missing in found.values())  # the halves miss each other's parents
+    assert any(parents.missing for parents in found.values())  # each half misses parents

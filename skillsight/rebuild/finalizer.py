@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from skillsight.errors import SkillsightError
+from skillsight.rebuild._finalizer_state import FinalizerStats, Pending, ProvisionalTurn
 from skillsight.rebuild.catalogue import CatalogueFn
 from skillsight.rebuild.rebuild_pass import (
     Outcome,
@@ -50,13 +51,14 @@ from skillsight.rebuild.rebuild_pass import (
     rebuild_sessions,
 )
 from skillsight.rebuild.visibility import Visibility
-from skillsight.store import Store, TouchedSession, stamp_iso
+from skillsight.store import Arrival, Store, stamp_iso
 from skillsight.store.records import Activation
 
 __all__ = [
     "ActivationsReady",
     "Finalizer",
     "Outcome",
+    "ProvisionalTurn",
     "RebuildFn",
     "Subscriber",
     "default_rebuild",
@@ -82,31 +84,6 @@ class ActivationsReady:
 
 
 Subscriber = Callable[[ActivationsReady], Awaitable[None]]
-
-
-@dataclass
-class _Pending:
-    last_ingested_us: int
-    due: float  # monotonic time at which the quiet period (or the settle wait) ends
-    first_seen: float
-    unsettled: bool = False
-    """Rebuilt provisionally (incomplete past max_wait_s); due = when to settle it as it is."""
-
-
-@dataclass
-class FinalizerStats:
-    sessions_rebuilt: int = 0
-    activations_rebuilt: int = 0
-    errors: int = 0
-    last_error: str = ""
-    last_pass_ms: float = 0.0
-    incomplete_sessions: int = 0
-    """Held past their quiet period in the last pass: a parent span or a model request's log
-    events not in yet."""
-    provisional_rebuilds: int = 0
-    """Rebuilds of sessions still incomplete past max_wait_s: shown, not handed to scoring."""
-    settled_incomplete: int = 0
-    """Sessions handed to scoring incomplete, after settle_s without a new row (or at stop)."""
 
 
 class Finalizer:
@@ -144,18 +121,13 @@ class Finalizer:
         self.drain_timeout_s = drain_timeout_s
         self.provisional_every_s = provisional_every_s
         self.provisional_growth = provisional_growth
-        """A turn running past max_wait_s is rebuilt provisionally (for the display) at most
-        once per ``provisional_every_s``, and again only once its spans have grown by
-        ``provisional_growth`` times: otherwise it is rebuilt in full after every batch of its
-        rows, quadratic in a long turn; growing by 2x bounds all its provisional rebuilds to
-        twice a rebuild of the whole. Once complete it is rebuilt at once."""
-        # per session: (monotonic time, spans) of its last provisional rebuild
-        self._provisional: dict[tuple[str, str], tuple[float, int]] = {}
+        """How a turn running past max_wait_s is shown: see ``_finalizer_state``."""
+        self._provisional: dict[tuple[str, str], ProvisionalTurn] = {}
         self.stats = FinalizerStats()
         self.visibility = Visibility()
         """What each source's recently rebuilt sessions lacked (``health()["sources"]``)."""
         self._subscribers: list[Subscriber] = []
-        self._pending: dict[tuple[str, str], _Pending] = {}
+        self._pending: dict[tuple[str, str], Pending] = {}
         self._handled: dict[tuple[str, str], int] = {}  # key -> last_ingested_us rebuilt
         self._watermark_us = 0
         self._commits_seen: int | None = None
@@ -236,6 +208,7 @@ class Finalizer:
             "unsettled_sessions": self.unsettled,
             "provisional_rebuilds": self.stats.provisional_rebuilds,
             "settled_incomplete": self.stats.settled_incomplete,
+            "parent_looks": self.stats.parent_looks,
             "sessions_rebuilt": self.stats.sessions_rebuilt,
             "activations_rebuilt": self.stats.activations_rebuilt,
             "errors": self.stats.errors,
@@ -274,7 +247,7 @@ class Finalizer:
                 return
         try:
             touched = await asyncio.to_thread(
-                self.store.sessions.touched, self._watermark_us - _OVERLAP_US
+                self.store.sessions.arrivals, self._watermark_us - _OVERLAP_US, self._watermark_us
             )
         except SkillsightError as exc:
             self._commits_seen = None
@@ -286,21 +259,23 @@ class Finalizer:
         if self._catching_up:
             owed = await asyncio.to_thread(self._not_yet_rebuilt, touched)
             # the rest was rebuilt before (by an earlier run): the overlap must not redo it
-            for project_id, key, last_us in set(touched) - set(owed):
+            for project_id, key, last_us, *_ in set(touched) - set(owed):
                 self._handled[(project_id, key)] = last_us
             touched, self._catching_up = owed, False
         now = time.monotonic()
         wall_us = time.time_ns() // 1000
-        for project_id, key, last_us in touched:
+        for project_id, key, last_us, span_rows, root_spans in touched:
             ident = (project_id, key)
             if self._handled.get(ident, -1) >= last_us:
                 continue
             pending = self._pending.get(ident)
             if pending is not None and pending.last_ingested_us >= last_us:
                 continue
+            if ident in self._provisional:
+                self._provisional[ident].arrived(span_rows, root_spans)
             # The quiet period runs from the row's commit (store clock), not from discovery.
             waited = min(max((wall_us - last_us) / 1e6, 0.0), self.quiet_s)
-            self._pending[ident] = _Pending(
+            self._pending[ident] = Pending(
                 last_us, now + self.quiet_s - waited, pending.first_seen if pending else now
             )
         horizon = self._watermark_us - 2 * _OVERLAP_US
@@ -317,13 +292,13 @@ class Finalizer:
         digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % count == index
 
-    def _not_yet_rebuilt(self, touched: list[TouchedSession]) -> list[TouchedSession]:
-        by_project: dict[str, list[TouchedSession]] = {}
+    def _not_yet_rebuilt(self, touched: list[Arrival]) -> list[Arrival]:
+        by_project: dict[str, list[Arrival]] = {}
         for item in touched:
             by_project.setdefault(item[0], []).append(item)
-        out: list[TouchedSession] = []
+        out: list[Arrival] = []
         for project_id, items in by_project.items():
-            through = self.store.rebuilds.through(project_id, [key for _, key, _ in items])
+            through = self.store.rebuilds.through(project_id, [i.session_key for i in items])
             out.extend(i for i in items if through.get(i[1], -1) < i[2])
         return out
 
@@ -350,16 +325,20 @@ class Finalizer:
             and ident not in waiting
             and not self._pending[ident].unsettled  # settling: written as it is, now
             and ident in self._provisional
-            and now - self._provisional[ident][0] < self.provisional_every_s
+            and now - self._provisional[ident].at < self.provisional_every_s
         }
         growing = {
-            ident: math.ceil(self._provisional[ident][1] * self.provisional_growth)
+            ident: math.ceil(self._provisional[ident].rebuilt_spans * self.provisional_growth)
             for ident in keys
             if wait_for_roots
             and ident not in waiting
             and ident not in throttled
             and not self._pending[ident].unsettled
             and ident in self._provisional
+        }
+        # Known to be still below its mark and waiting for a root span: held without a look.
+        held = {
+            ident for ident, mark in growing.items() if self._provisional[ident].held_below(mark)
         }
         started = time.perf_counter()
         try:
@@ -372,6 +351,7 @@ class Finalizer:
                 require_complete=waiting | throttled,
                 provisional=provisional,
                 hold_below=growing,
+                held=held,
             )
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
             self._count_error(f"writing rebuilds failed: {exc}")
@@ -386,10 +366,22 @@ class Finalizer:
         for outcome, (project_id, key, last_us) in zip(outcomes, batch, strict=True):
             ident = (project_id, key)
             pending = self._pending[ident]
-            if outcome.incomplete:  # look again later; past max_wait_s it is rebuilt as is
-                pending.due = now + self.quiet_s
-                if ident in throttled:
-                    pending.due = self._provisional[ident][0] + self.provisional_every_s
+            self.stats.parent_looks += outcome.looked
+            if ident in self._provisional and (outcome.looked or outcome.spans):
+                self._provisional[ident].looked(outcome.spans, outcome.waits_for_root)
+            if outcome.incomplete:
+                # Only new rows (which make it due again) change what held it, so it waits for
+                # them, or for the first moment it may be shown or rebuilt as it is.
+                if ident in waiting:
+                    pending.due = pending.first_seen + self.max_wait_s
+                elif ident in throttled:
+                    pending.due = self._provisional[ident].at + self.provisional_every_s
+                elif pending.last_ingested_us == last_us:  # below its mark: settles as it is
+                    waited = max(0.0, wall_us - last_us) / 1e6
+                    pending.unsettled = True
+                    pending.due = now + max(0.0, self.settle_s - waited)
+                else:
+                    pending.due = now + self.quiet_s
                 continue
             if pending.last_ingested_us == last_us:  # else new rows arrived: stay pending
                 if outcome.rebuilt is not None and not outcome.settled:
@@ -408,7 +400,9 @@ class Finalizer:
                 stamp = next(stamp_of)
                 if not outcome.settled:
                     self.stats.provisional_rebuilds += 1
-                    self._provisional[ident] = (now, outcome.spans)
+                    self._provisional[ident] = ProvisionalTurn(
+                        now, outcome.spans, outcome.spans, outcome.waits_for_root
+                    )
                     continue
                 self._provisional.pop(ident, None)
                 if not outcome.complete:

@@ -20,7 +20,7 @@ from skillsight.rebuild.trajectories import (
     Span,
     requests_logged,
 )
-from skillsight.store import RebuildResult, SessionRebuild, Store
+from skillsight.store import RebuildResult, SessionRebuild, SpanParents, Store
 from skillsight.store.records import SkillContract
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,19 @@ def is_complete(
     return requests_logged([Span(s) for s in request_spans], [Event(e) for e in requests])
 
 
+def waits_for_root(spans: Sequence[Mapping[str, Any]]) -> bool:
+    """A trace of these spans misses a parent span and has no root span (so, with parent
+    pointers that form no cycle, it stays incomplete until a root span arrives)."""
+    present = {(s["trace_id"], s["span_id"]) for s in spans}
+    rooted = {s["trace_id"] for s in spans if not s["parent_span_id"]}
+    return any(
+        s["parent_span_id"]
+        and s["trace_id"] not in rooted
+        and (s["trace_id"], s["parent_span_id"]) not in present
+        for s in spans
+    )
+
+
 def _attributes(row: Mapping[str, Any]) -> Mapping[str, str]:
     value = row.get("attributes")
     return value if isinstance(value, Mapping) else {}
@@ -102,7 +115,11 @@ class Outcome:
     """Written as scoreable: complete, or not among the pass's ``provisional`` keys."""
     error: str = ""
     spans: int = 0
-    """Spans read (0 when the session was not read)."""
+    """Spans read or counted by their ids (0 when neither)."""
+    looked: bool = False
+    """Its span ids were looked at in the store (``Sessions.parents``)."""
+    waits_for_root: bool = False
+    """Incomplete, and a trace of it has no root span yet (:func:`waits_for_root`)."""
 
 
 def rebuild_sessions(
@@ -114,6 +131,7 @@ def rebuild_sessions(
     require_complete: Container[tuple[str, str]] = (),
     provisional: Container[tuple[str, str]] = (),
     hold_below: Mapping[tuple[str, str], int] | None = None,
+    held: Container[tuple[str, str]] = (),
 ) -> tuple[list[Outcome], list[int]]:
     """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
 
@@ -124,7 +142,9 @@ def rebuild_sessions(
     other session is rebuilt from what is there. One in ``provisional`` that is not complete is
     written unsettled (shown, not scored: the evaluation workers wait for a settled rebuild).
     One in ``hold_below`` that misses a parent span and has fewer spans than its number is
-    left alone too (the finalizer's bound on provisional rebuilds of a growing turn).
+    left alone too (the finalizer's bound on provisional rebuilds of a growing turn). One in
+    ``held`` is left alone without a look: its caller knows it is still below its mark and
+    waits for a root span (:class:`skillsight.rebuild.growth.GrowingTurn`).
     """
     with gc_paused():
         return _rebuild_sessions(
@@ -135,6 +155,7 @@ def rebuild_sessions(
             require_complete=require_complete,
             provisional=provisional,
             hold_below=hold_below or {},
+            held=held,
         )
 
 
@@ -147,41 +168,58 @@ def _rebuild_sessions(
     require_complete: Container[tuple[str, str]],
     provisional: Container[tuple[str, str]],
     hold_below: Mapping[tuple[str, str], int],
+    held: Container[tuple[str, str]],
 ) -> tuple[list[Outcome], list[int]]:
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
     projects = list(dict.fromkeys(p for p, _, _ in keys))
     # Sessions that must be complete and still miss a parent span are known from span ids
     # alone: their rows are not read (a long turn runs for minutes before its root arrives).
-    held: set[tuple[str, str]] = set()
+    looks: dict[tuple[str, str], SpanParents] = {}
     for project_id in projects:
         checked = [
             k
             for p, k, _ in keys
-            if p == project_id and ((p, k) in require_complete or (p, k) in hold_below)
+            if p == project_id
+            and (p, k) not in held
+            and ((p, k) in require_complete or (p, k) in hold_below)
         ]
-        for key, (spans_in, missing) in store.sessions.parents(project_id, checked).items():
-            ident = (project_id, key)
-            if missing and (ident in require_complete or spans_in < hold_below[ident]):
-                held.add(ident)
+        for key, parents in store.sessions.parents(project_id, checked).items():
+            looks[(project_id, key)] = parents
+    left = {
+        ident
+        for ident, parents in looks.items()
+        if parents.missing and (ident in require_complete or parents.spans < hold_below[ident])
+    }
     rows = {
         project_id: store.sessions.rows_of(
-            project_id, [k for p, k, _ in keys if p == project_id and (p, k) not in held]
+            project_id,
+            [
+                k
+                for p, k, _ in keys
+                if p == project_id and (p, k) not in held and (p, k) not in left
+            ],
         )
         for project_id in projects
     }
     for project_id, key, _ in keys:
+        ident = (project_id, key)
         outcome = Outcome(project_id, key)
         outcomes.append(outcome)
-        if (project_id, key) in held:
+        outcome.looked = ident in looks
+        if ident in held or ident in left:
             outcome.complete, outcome.incomplete = False, True
+            if outcome.looked:
+                outcome.spans, _, outcome.waits_for_root = looks[ident]
             continue
         spans, events = rows[project_id][key]
         outcome.spans = len(spans)
         if not spans and not events:
             continue
         outcome.complete = complete = is_complete(spans, events)
-        if (project_id, key) in require_complete and not complete:
+        if not complete:
+            outcome.waits_for_root = waits_for_root(spans)
+        if ident in require_complete and not complete:
             outcome.incomplete = True
             continue
         outcome.settled = complete or (project_id, key) not in provisional

@@ -23,7 +23,7 @@ from skillsight.store._rebuilds import RebuiltSession
 from skillsight.store._refresher import ReadModelRefresher
 from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
 from skillsight.store._server import ServerAddress, ServerStore
-from skillsight.store._sessions import SessionRows, TouchedSession
+from skillsight.store._sessions import Arrival, SessionRows, SpanParents, TouchedSession
 from skillsight.store._skills import SkillEntry
 from skillsight.store._store import Store
 from skillsight.store._telemetry import EventRow, SpanRow
@@ -56,6 +56,7 @@ __all__ = [
     "MAX_PARTITIONS_PER_INSERT",
     "METRIC_COLUMNS",
     "AdviceRow",
+    "Arrival",
     "ClusterRow",
     "DeadLetter",
     "EmbeddedStore",
@@ -78,6 +79,7 @@ __all__ = [
     "SessionRebuild",
     "SessionRows",
     "SkillEntry",
+    "SpanParents",
     "SpanRow",
     "StatusRow",
     "Store",

@@ -16,19 +16,23 @@ if TYPE_CHECKING:
     from skillsight.store._store import Store
 
 # Sessions (a session id, else the trace id) that got span or event rows since a point on the
-# store's clock; a span without a session id joins the session of its trace when another span of
-# that trace names one. Used by the finalizer, the only reader that spans projects.
+# store's clock, with how many of them are root spans and how many are spans after a later point;
+# a span without a session id joins the session of its trace when another span of that trace
+# names one. Used by the finalizer, the only reader that spans projects.
 _TOUCHED_SESSIONS = """
 SELECT t.project_id AS project,
        if(t.session_id != '', t.session_id,
           if(ts.trace_session != '', ts.trace_session, t.trace_id)) AS session_key,
-       toUnixTimestamp64Micro(max(t.ingested_at)) AS last_ingested_us
+       toUnixTimestamp64Micro(max(t.ingested_at)) AS last_ingested_us,
+       sum(t.span AND t.ingested_at > fromUnixTimestamp64Micro({fresh:Int64}, 'UTC'))
+           AS span_rows,
+       sum(t.root) AS root_spans
 FROM (
-    SELECT project_id, trace_id, session_id, ingested_at
+    SELECT project_id, trace_id, session_id, ingested_at, 1 AS span, parent_span_id = '' AS root
     FROM spans
     WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
     UNION ALL
-    SELECT project_id, trace_id, session_id, ingested_at
+    SELECT project_id, trace_id, session_id, ingested_at, 0 AS span, 0 AS root
     FROM events
     WHERE ingested_at > fromUnixTimestamp64Micro({since:Int64}, 'UTC')
 ) AS t
@@ -102,10 +106,11 @@ WHERE project_id = {project:String}
 # the trace than there are distinct parents (a set intersection, not a search per parent).
 _TRACE_PARENTS = """
 SELECT trace_id, sessions, length(ids) AS spans,
-       length(arrayIntersect(parents, ids)) < length(parents) AS missing
+       length(arrayIntersect(parents, ids)) < length(parents) AS missing, roots = 0 AS rootless
 FROM (
     SELECT trace_id, groupUniqArray(session_id) AS sessions, groupUniqArray(span_id) AS ids,
-           groupUniqArrayIf(parent_span_id, parent_span_id != '') AS parents
+           groupUniqArrayIf(parent_span_id, parent_span_id != '') AS parents,
+           countIf(parent_span_id = '') AS roots
     FROM spans
     WHERE project_id = {project:String}
       AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
@@ -131,6 +136,29 @@ class TouchedSession(NamedTuple):
     project_id: str
     session_key: str
     last_ingested_us: int
+
+
+class Arrival(NamedTuple):
+    """A session's rows since a point on the store's clock (:meth:`Sessions.arrivals`)."""
+
+    project_id: str
+    session_key: str
+    last_ingested_us: int
+    span_rows: int
+    """Span rows among them ingested after ``fresh_us`` (a span sent twice counts twice)."""
+    root_spans: int
+    """Span rows among them without a parent."""
+
+
+class SpanParents(NamedTuple):
+    """What a session's span ids tell of its completeness (:meth:`Sessions.parents`)."""
+
+    spans: int
+    missing: bool
+    """A span's parent span has not arrived."""
+    waits_for_root: bool
+    """A trace of it misses a parent and has no root span: with parent pointers that form no
+    cycle it keeps missing one until a root span arrives, whatever else comes."""
 
 
 SessionRows = tuple[list[SpanRow], list[EventRow]]
@@ -171,12 +199,12 @@ class Sessions:
     def missing_parents(self, project_id: str, session_keys: Sequence[str]) -> set[str]:
         """The sessions among these with a span whose parent span has not arrived (the first
         rule of completeness), from span ids alone: two narrow queries, no row read."""
-        return {
-            key for key, (_, missing) in self.parents(project_id, session_keys).items() if missing
-        }
+        found = self.parents(project_id, session_keys)
+        return {key for key, parents in found.items() if parents.missing}
 
-    def parents(self, project_id: str, session_keys: Sequence[str]) -> dict[str, tuple[int, bool]]:
-        """Per session with spans: (its spans, whether one's parent span has not arrived)."""
+    def parents(self, project_id: str, session_keys: Sequence[str]) -> dict[str, SpanParents]:
+        """Per session with spans: its spans, whether one's parent span has not arrived, and
+        whether that waits for a root span."""
         keys = list(dict.fromkeys(session_keys))
         if not keys:
             return {}
@@ -186,7 +214,7 @@ class Sessions:
             owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
         params = {"project": project_id, "sessions": keys, "traces": list(owner)}
         wanted = set(keys)
-        counted: dict[str, tuple[int, bool]] = {}
+        counted: dict[str, SpanParents] = {}
         for row in self._store.query(_TRACE_PARENTS, params):
             trace = str(row["trace_id"])
             owners = {
@@ -197,13 +225,19 @@ class Sessions:
             } - {""}
             if len(owners) > 1:  # a trace shared by two of these sessions: span by span
                 break
+            missing = bool(row["missing"])
             for key in owners:
-                spans_in, missing = counted.get(key, (0, False))
-                counted[key] = (spans_in + int(row["spans"]), missing or bool(row["missing"]))
+                before = counted.get(key, SpanParents(0, False, False))
+                counted[key] = SpanParents(
+                    before.spans + int(row["spans"]),
+                    before.missing or missing,
+                    before.waits_for_root or (missing and bool(row["rootless"])),
+                )
         else:
             return counted
         spans: dict[str, set[tuple[str, str]]] = {}
         parents: dict[str, set[tuple[str, str]]] = {}
+        rooted: dict[str, set[str]] = {}  # traces with a root span, per session
         for row in self._store.query(_SESSION_PARENTS, params):
             trace = str(row["trace_id"])
             key = str(row["session_id"]) if row["session_id"] in wanted else ""
@@ -212,15 +246,36 @@ class Sessions:
                 spans.setdefault(key, set()).add((trace, str(row["span_id"])))
                 if row["parent_span_id"]:
                     parents.setdefault(key, set()).add((trace, str(row["parent_span_id"])))
-        return {key: (len(ids), not parents.get(key, set()) <= ids) for key, ids in spans.items()}
+                else:
+                    rooted.setdefault(key, set()).add(trace)
+        out: dict[str, SpanParents] = {}
+        for key, ids in spans.items():
+            absent = parents.get(key, set()) - ids
+            roots = rooted.get(key, set())
+            out[key] = SpanParents(
+                len(ids), bool(absent), any(trace not in roots for trace, _ in absent)
+            )
+        return out
 
     def touched(self, since_us: int) -> list[TouchedSession]:
-        """Every session with rows ingested after ``since_us`` (store clock). The trace
-        finalizer's discovery query, the one read that spans projects: it finds work, it serves
-        no caller."""
-        found = self._store.query(_TOUCHED_SESSIONS, {"since": int(since_us)})
+        """Every session with rows ingested after ``since_us`` (store clock)."""
+        return [TouchedSession(*arrival[:3]) for arrival in self.arrivals(since_us)]
+
+    def arrivals(self, since_us: int, fresh_us: int | None = None) -> list[Arrival]:
+        """:meth:`touched`, with how many of the rows are root spans, and how many are spans
+        ingested after ``fresh_us`` (default ``since_us``: a caller that re-reads behind its
+        watermark counts the spans it has not counted before). The trace finalizer's discovery
+        query, the one read that spans projects: it finds work, it serves no caller."""
+        fresh = since_us if fresh_us is None else fresh_us
+        found = self._store.query(_TOUCHED_SESSIONS, {"since": int(since_us), "fresh": int(fresh)})
         return [
-            TouchedSession(str(r["project"]), str(r["session_key"]), int(r["last_ingested_us"]))
+            Arrival(
+                str(r["project"]),
+                str(r["session_key"]),
+                int(r["last_ingested_us"]),
+                int(r["span_rows"]),
+                int(r["root_spans"]),
+            )
             for r in found
         ]
 
