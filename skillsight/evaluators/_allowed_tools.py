@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from skillsight.evaluators._calls import arguments
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.evaluators._views import views_of
 from skillsight.evaluators._workspace import place_of
 from skillsight.skills import AllowedTools
 from skillsight.store.records import Activation
@@ -85,8 +85,8 @@ class AllowedToolsEvaluator(Evaluator):
         # only path patterns (Read(./docs/**), Edit(/src/**)) resolve against the working
         # directory; a declaration of tools and Bash prefixes never needs it looked up
         cwd = place_of(activation, context).workspace if self._paths(permissions) else None
-        for call in calls:
-            args = arguments(call)
+        for call, view in zip(calls, views_of(activation).views, strict=True):
+            args = view.arguments
             if allows(call.name, args, cwd=cwd):
                 continue
             if args is None and any(rule.covers(call.name) for rule in permissions.rules):

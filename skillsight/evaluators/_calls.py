@@ -32,7 +32,8 @@ class CallView(NamedTuple):
     JSON), cheaper than serializing the whole object."""
 
 
-def _parse(args: Any, name: str) -> CallView:
+def parse_call(args: Any, name: str) -> CallView:
+    """The view of a call with these arguments and this tool name (uncached)."""
     parsed: dict[str, Any] | str | None
     if isinstance(args, str):
         parsed = args
@@ -102,7 +103,7 @@ def call_view(call: ToolCall) -> CallView:
     args = call.arguments
     if entry is not None and entry[0]() is call and entry[1] is args:
         return entry[2]
-    view = _parse(args, call.name)
+    view = parse_call(args, call.name)
     if len(_VIEWS) >= _VIEWS_MAX:
         _VIEWS.clear()
     _VIEWS[key] = (weakref.ref(call, _forget(key)), args, view)

@@ -19,12 +19,13 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from skillsight.evaluators._calls import FILE_TOOLS, CallView, call_view
+from skillsight.evaluators._calls import FILE_TOOLS
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
 from skillsight.evaluators._script_execution import expected_scripts, runs_among
 from skillsight.evaluators._seen import message_unseen, outputs_unseen
+from skillsight.evaluators._views import ActivationViews, views_of
 from skillsight.store.records import Activation
 
 # Two or more digits in all: 12, 1,234, 4.5 (a lone digit is too common to mean anything).
@@ -127,12 +128,11 @@ class IntegrationEvaluator(Evaluator):
         # What a file read returns is the input's content, not something the skill produced.
         # Numbers and file names are kept apart (a file name holds a letter, a number none):
         # texts compared with the produced values are then scanned only for the kinds there are.
-        made = "\n".join(
-            [c.result or "" for c in calls if not c.is_error and c.name not in FILE_TOOLS]
-        )
+        derived = views_of(activation)
+        made = derived.made
         made_numbers = frozenset(_numbers(made))
         produced_numbers, produced_files = set(made_numbers), _files(made)
-        views = [call_view(c) for c in calls]
+        views = derived.views
         if message is not None and (produced_numbers or produced_files):
             # The inputs matter only to what is produced, which only a message can use; the
             # request and the arguments are scanned together (the union of their values).
@@ -171,7 +171,7 @@ class IntegrationEvaluator(Evaluator):
         scripts = expected_scripts(activation, context)
         if scripts:
             recomputed, missing = self._recompute(
-                activation, context, scripts, views, message, made_numbers
+                activation, context, scripts, derived, message, made_numbers
             )
             if missing is None:
                 checks.append(("no_recompute", not recomputed))
@@ -215,7 +215,7 @@ class IntegrationEvaluator(Evaluator):
         activation: Activation,
         context: EvaluationContext,
         scripts: list[str],
-        views: list[CallView],
+        derived: ActivationViews,
         message: str | None,
         made_numbers: frozenset[str],
     ) -> tuple[list[Finding], tuple[str, ...] | None]:
@@ -223,8 +223,8 @@ class IntegrationEvaluator(Evaluator):
         inline computation needs the commands, an answer "found in no tool result" needs
         every result and the answer's text."""
         calls = activation.tool_calls
-        commands = [v.command for v in views]
-        hidden_commands = any(c.arguments is None for c in calls)
+        views, commands = derived.views, derived.commands
+        hidden_commands = bool(derived.hidden_inputs)
         runs = [c for s in scripts for c in runs_among(s, calls, commands)]
         script_calls = {c.tool_call_id for c in runs}
         findings = []
@@ -250,7 +250,7 @@ class IntegrationEvaluator(Evaluator):
             code
             for code, hidden in (
                 ("messages", message_unseen(activation)),
-                ("tool_outputs", bool(outputs_unseen(calls))),
+                ("tool_outputs", bool(derived.hidden_outputs)),
                 ("tool_arguments", hidden_commands),
             )
             if hidden

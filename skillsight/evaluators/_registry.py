@@ -14,6 +14,7 @@ from skillsight.evaluators._model import Evaluation
 from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
 from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
+from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.security import SecurityEvaluator
 from skillsight.store.records import Activation
 
@@ -95,5 +96,7 @@ def run_evaluators(
     contexts = [context(a) if callable(context) else context for a in activations]
     # Each evaluator takes the whole batch (judges call their model several at a time); the
     # rows come back grouped by activation, in the registry's order.
-    by_evaluator = [e.evaluate_many(activations, contexts=contexts) for e in chosen]
+    # Each activation's views are derived once for all of them.
+    with shared_views():
+        by_evaluator = [e.evaluate_many(activations, contexts=contexts) for e in chosen]
     return [row[i] for i in range(len(activations)) for row in by_evaluator]

@@ -10,6 +10,7 @@ from skillsight.evaluators._calls import call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.evaluators._views import views_of
 from skillsight.store.records import Activation, ToolCall
 
 # What may stand right before a script's relative path in a command: start, whitespace, a
@@ -78,7 +79,7 @@ class ScriptExecutionEvaluator(Evaluator):
         ok = 0
         ran_ok: list[str] = []
         calls = activation.tool_calls
-        commands = [call_view(call).command for call in calls]
+        commands = views_of(activation).commands
         for script in scripts:
             runs = runs_among(script, calls, commands)
             good = [r for r in runs if not r.is_error]

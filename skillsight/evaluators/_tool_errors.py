@@ -7,6 +7,7 @@ import json
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
+from skillsight.evaluators._views import views_of
 from skillsight.store.records import Activation, ToolCall
 
 # What json.dumps(args, sort_keys=True, separators=(",", ":"), default=str) uses, built once:
@@ -104,7 +105,7 @@ class ToolErrorsEvaluator(Evaluator):
         repeats = sum(f.kind == "repeated_call" for f in findings)
         retries = sum(f.kind == "retry" for f in findings)
         reason = f"{errors} failed, {repeats} repeated, {retries} retries among {len(calls)} calls"
-        unlogged = sum(1 for c in calls if c.arguments is None)
+        unlogged = len(views_of(activation).hidden_inputs)
         if unlogged:
             reason += f" ({unlogged} calls' inputs not logged: not checked for repeats)"
         if errors:

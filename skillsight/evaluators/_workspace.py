@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
-from skillsight.evaluators._calls import PATH_KEYS, call_view
+from skillsight.evaluators._calls import PATH_KEYS
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._views import views_of
 from skillsight.store.records import Activation
 
 __all__ = ["Place", "place_of"]
@@ -71,8 +72,7 @@ def _paths(activation: Activation) -> tuple[list[str], list[str]]:
     its commands, in one pass."""
     absolute: list[str] = []
     relative: list[str] = []
-    for call in activation.tool_calls:
-        parsed, command, _ = call_view(call)
+    for parsed, command, _ in views_of(activation).views:
         if isinstance(parsed, dict):
             for key in PATH_KEYS:
                 value = parsed.get(key)

@@ -32,6 +32,7 @@ from skillsight.errors import ConfigError, SkillsightError
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._model import ERROR, Evaluation
 from skillsight.evaluators._registry import Registry, deterministic_registry, run_evaluators
+from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.scheduler._context import ContextAssembler
 from skillsight.evaluators.scheduler._policy import (
     Policy,
@@ -100,11 +101,13 @@ def score_activations(
 
     out: list[Evaluation] = []
     sampled_out = 0
-    for name, policy in chosen.items():
-        selected = [a for a in activations if policy.selects(name, a)]
-        sampled_out += len(activations) - len(selected)
-        if selected:
-            out += run_evaluators(selected, context, registry=registry, names=[name])
+    # one evaluator at a time (each samples its own), sharing each activation's views
+    with shared_views():
+        for name, policy in chosen.items():
+            selected = [a for a in activations if policy.selects(name, a)]
+            sampled_out += len(activations) - len(selected)
+            if selected:
+                out += run_evaluators(selected, context, registry=registry, names=[name])
     for activation in activations:
         assembler.observe(activation)
     return Scored(
