@@ -111,12 +111,18 @@ def _outside(target: str, roots: Roots, unplaced: list[str] | None = None) -> st
 _PROGRAM_NAMES = ("rm", "git", "mkfs", "mke2fs", "wipefs", "dd", "chmod", "chown", "chgrp")
 
 
+def may_destroy(commands: str) -> bool:
+    """False when :func:`destructive` finds nothing in any of the command lines ``commands``
+    joins (by newlines: no literal of the gate holds one), for certain."""
+    return "|" in commands or ">" in commands or contains_any(commands, _PROGRAM_NAMES)
+
+
 def destructive(
     command: str, roots: Roots, unplaced: list[str] | None = None
 ) -> list[CommandFinding]:
     """Destructive operations in one shell command line; deletes and permission changes that
     only a known workspace could place go to ``unplaced``."""
-    if "|" not in command and ">" not in command and not contains_any(command, _PROGRAM_NAMES):
+    if not may_destroy(command):
         return []
     if _ANY.search(command) is None:
         return []

@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
-from skillsight.evaluators._calls import FILE_TOOLS, call_view, paths_in
+from skillsight.evaluators._calls import FILE_TOOLS, paths_in
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.evaluators._seen import arguments_unseen, outputs_unseen
+from skillsight.evaluators._views import views_of
 from skillsight.evaluators._workspace import Place, place_of
-from skillsight.evaluators.security._commands import destructive
+from skillsight.evaluators.security._commands import destructive, may_destroy
 from skillsight.evaluators.security._content import (
     ContentFinding,
     may_be_untrusted,
@@ -92,8 +92,9 @@ class SecurityEvaluator(Evaluator):
         unseen: list[str] = []
         if body is None and activation.skill_output is None:
             unseen.append("skill_content")
-        hidden_outputs = outputs_unseen(calls)
-        hidden_inputs = arguments_unseen(calls)
+        derived = views_of(activation)
+        hidden_outputs = derived.hidden_outputs
+        hidden_inputs = derived.hidden_inputs
         if hidden_inputs:
             unseen.append("tool_arguments")
         if hidden_outputs:
@@ -116,17 +117,17 @@ class SecurityEvaluator(Evaluator):
         )
         # One look at all results (and all arguments) together decides whether any needs the
         # per-call scans: a newline joins them, and no literal the scanners look for holds one.
-        results = "\n".join([c.result for c in calls if c.result])
-        lowered_results = results.lower()
+        results, lowered_results = derived.results
         scan_results = may_hold_secrets(results, lowered_results) or may_be_untrusted(
             results, lowered_results
         )
-        views = [call_view(c) for c in calls]
-        arguments_text = "\n".join([v.text for v in views])
+        views = derived.views
+        arguments_text = derived.arguments_text
+        file_calls = any(c.name in FILE_TOOLS for c in calls)
         # where the agent worked matters to file paths and to deletes and permission changes
         place = (
             place_of(activation, context)
-            if any(c.name in FILE_TOOLS for c in calls) or contains_any(arguments_text, _PLACED)
+            if file_calls or contains_any(arguments_text, _PLACED)
             else _UNPLACED
         )
         roots = _roots(place.workspace, place.skill_dir, tuple(context.extra_roots))
@@ -136,12 +137,16 @@ class SecurityEvaluator(Evaluator):
             find_secrets(arguments_text)  # one scan of them all; per call only when it finds
         )
         known = roots.known
-        for call, (parsed, command, args) in zip(calls, views, strict=True):
+        # The gates of the per-call scans, on all calls at once (most calls pass none of them).
+        commands = may_destroy("\n".join([c for c in derived.commands if c]))
+        urls = "://" in arguments_text
+        scan_calls = scan_arguments or commands or sensitive or file_calls or urls or scan_results
+        for call, (parsed, command, args) in zip(calls, views, strict=True) if scan_calls else ():
             if scan_arguments and (secrets := find_secrets(args)):
                 findings += self._found_secrets(
                     secrets, "tool arguments", call.step_id, call.tool_call_id
                 )
-            if command is not None:
+            if commands and command is not None:
                 for hit in destructive(command, roots, unplaced):
                     findings.append(
                         Finding(
@@ -184,7 +189,7 @@ class SecurityEvaluator(Evaluator):
                                 detail={"surface": "tool arguments", "path": resolved},
                             )
                         )
-            if "://" in args:
+            if urls and "://" in args:
                 findings += _content(
                     scan_urls(args), "tool arguments", call.step_id, call.tool_call_id
                 )
