@@ -24,6 +24,7 @@ its context.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -47,6 +48,7 @@ _KIND = re.compile(r"[^:.]*")
 _LOOKAHEAD = 3  # events skipped at most to find a request's own (a lost or late event)
 
 
+@functools.lru_cache(maxsize=1024)  # a session names a handful of query sources
 def query_kind(source: str) -> str:
     """``agent:custom`` and ``agent.custom`` (the span's "safe" spelling) → ``agent``."""
     match = _KIND.match(source)
@@ -55,8 +57,8 @@ def query_kind(source: str) -> str:
 
 def request_id_of(row: Span | Event) -> str:
     """The API request id the row names ("" when the gateway sent none)."""
-    return row.attr("request_id") or (
-        row.attr("gen_ai.response.id") if isinstance(row, Span) else ""
+    return row.attributes.get("request_id", "") or (
+        row.attributes.get("gen_ai.response.id", "") if isinstance(row, Span) else ""
     )
 
 
@@ -73,7 +75,7 @@ class RequestKeys:
 
 
 def _sequence(event: Event) -> tuple[int, int, str]:
-    text = event.attr("event.sequence")
+    text = event.attributes.get("event.sequence", "")
     return (int(text) if text.isdigit() else -1, event.time_ns, event.record_id)
 
 

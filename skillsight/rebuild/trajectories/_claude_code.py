@@ -180,8 +180,9 @@ def _llm_calls(
         call.start_ns, call.end_ns = span.start_ns, span.end_ns
         call.span_id, call.trace_id = span.span_id, span.trace_id
         call.model = call.model or span.model
-        call.query_source = call.query_source or span.attr("query_source_safe")
-        call.stop_reason = span.attr("stop_reason")
+        attributes = span.attributes
+        call.query_source = call.query_source or attributes.get("query_source_safe", "")
+        call.stop_reason = attributes.get("stop_reason", "")
         # a subagent's requests are children of its Agent/Task call's execution span
         call.parent_call = execution_to_call.get(span.parent_span_id, "")
         if call.usage is None:
@@ -265,25 +266,26 @@ def _tool_calls(
     }
     for span in spans:
         if span.name == "claude_code.tool" and span.tool_call_id:
+            tool_name, skill_name = span.tool_name, span.skill_name
             call = calls.get(span.tool_call_id) or calls.setdefault(
-                span.tool_call_id, CallDraft(span.tool_call_id, span.tool_name)
+                span.tool_call_id, CallDraft(span.tool_call_id, tool_name)
             )
-            call.name = call.name or span.tool_name
+            call.name = call.name or tool_name
             call.start_ns, call.end_ns = span.start_ns, span.end_ns
             call.span_id, call.trace_id = span.span_id, span.trace_id
             if span.parent_span_id in execution_to_call:
                 call.extra["_parent_call"] = execution_to_call[span.parent_span_id]
-            if span.skill_name:
-                call.extra["skill"] = span.skill_name
+            if skill_name:
+                call.extra["skill"] = skill_name
             for span_event in span.events:
                 if span_event.name == "tool.output":  # Bash: output; Read: content
                     found = span_event.attributes
                     call.result = found.get("output", found.get("content", call.result))
             if call.arguments is None:
-                if span.tool_name == "Skill" and span.skill_name:
-                    call.arguments = {"skill": span.skill_name}
-                elif span.attr("full_command"):
-                    call.arguments = {"command": span.attr("full_command")}
+                if tool_name == "Skill" and skill_name:
+                    call.arguments = {"skill": skill_name}
+                elif command := span.attributes.get("full_command", ""):
+                    call.arguments = {"command": command}
             call.is_error = call.is_error or span.failed
         elif (
             span.name == "claude_code.tool.execution"
@@ -313,7 +315,7 @@ def _tool_calls(
             call.arguments = tool_input  # the real input beats what the span could tell
             call.extra["_exact"] = True
         elif call.arguments is None:
-            parameters = json_object(event.attr("tool_parameters"))
+            parameters = json_object(attributes.get("tool_parameters", ""))
             if parameters is not None:
                 call.arguments = parameters
         if event.name == "claude_code.tool_result" and attributes.get("success") == "false":

@@ -8,8 +8,9 @@ repeated (retried exports, late batches): one span per (trace_id, span_id), one 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
 from skillsight.errors import SkillsightError
@@ -43,6 +44,27 @@ def _texts(row: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     ]
 
 
+_STR_ONLY = {str}
+
+
+def _texts_of(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], Sequence[str]]:
+    """:func:`_texts` of ``keys``, taken in one C call when the row has them all as strings
+    (as every stored row does); any other row goes through :func:`_texts`."""
+    get = itemgetter(*keys)
+
+    def texts(row: Mapping[str, Any]) -> Sequence[str]:
+        if type(row) is dict:
+            try:
+                values: tuple[Any, ...] = get(row)
+            except KeyError:
+                return _texts(row, keys)
+            if {*map(type, values)} == _STR_ONLY:
+                return values
+        return _texts(row, keys)
+
+    return texts
+
+
 def _int(row: Mapping[str, Any], key: str) -> int:
     value = row.get(key)
     try:
@@ -66,6 +88,8 @@ def _map(row: Mapping[str, Any], key: str) -> Mapping[str, str]:
 
 
 def _span_events(raw: Any) -> tuple[SpanEvent, ...]:
+    if raw == "[]":  # most spans: no events
+        return ()
     if isinstance(raw, str):
         try:
             raw = json.loads(raw) if raw else []
@@ -122,12 +146,32 @@ def _str_field(key: str) -> _Field[str]:
     return _StrField(key, _text)
 
 
+class _IntField(_Field[int]):
+    """A number field: a stored integer is returned as it is, without a conversion call."""
+
+    __slots__ = ()
+
+    def __get__(self, obj: _Row, owner: type[_Row] | None = None) -> int:
+        value = obj.row.get(self.key)
+        return value if type(value) is int else _int(obj.row, self.key)
+
+
+class _FloatField(_Field[float]):
+    """A float field: a stored float is returned as it is, without a conversion call."""
+
+    __slots__ = ()
+
+    def __get__(self, obj: _Row, owner: type[_Row] | None = None) -> float:
+        value = obj.row.get(self.key)
+        return value if type(value) is float else _float(obj.row, self.key)
+
+
 def _int_field(key: str) -> _Field[int]:
-    return _Field(key, _int)
+    return _IntField(key, _int)
 
 
 def _float_field(key: str) -> _Field[float]:
-    return _Field(key, _float)
+    return _FloatField(key, _float)
 
 
 class _Row:
@@ -168,6 +212,8 @@ _EVENT_TEXTS = (
     "span_id",
     "tool_call_id",
 )
+_span_texts = _texts_of(_SPAN_TEXTS)
+_event_texts = _texts_of(_EVENT_TEXTS)
 
 
 class Span(_Row):
@@ -185,7 +231,9 @@ class Span(_Row):
     )
 
     def __init__(self, row: Mapping[str, Any]) -> None:
-        super().__init__(row)
+        self.row = row
+        attributes = row.get("attributes")
+        self.attributes = attributes if type(attributes) is dict else _map(row, "attributes")
         (
             self.trace_id,
             self.span_id,
@@ -194,7 +242,7 @@ class Span(_Row):
             self.source,
             self.operation,
             self.tool_call_id,
-        ) = _texts(row, _SPAN_TEXTS)
+        ) = _span_texts(row)
         start, end = row.get("start_time_unix_nano"), row.get("end_time_unix_nano")
         self.start_ns = start if type(start) is int else _int(row, "start_time_unix_nano")
         end = end if type(end) is int else _int(row, "end_time_unix_nano")
@@ -216,11 +264,13 @@ class Span(_Row):
 
     @property
     def status_code(self) -> str:
-        return _text(self.row, "status_code").lower()
+        value = self.row.get("status_code")
+        return (value if type(value) is str else _text(self.row, "status_code")).lower()
 
     @property
     def resource(self) -> Mapping[str, str]:
-        return _map(self.row, "resource_attributes")
+        value = self.row.get("resource_attributes")
+        return value if type(value) is dict else _map(self.row, "resource_attributes")
 
     @property
     def events(self) -> tuple[SpanEvent, ...]:
@@ -244,7 +294,9 @@ class Event(_Row):
     )
 
     def __init__(self, row: Mapping[str, Any]) -> None:
-        super().__init__(row)
+        self.row = row
+        attributes = row.get("attributes")
+        self.attributes = attributes if type(attributes) is dict else _map(row, "attributes")
         (
             self.record_id,
             self.session_id,
@@ -253,7 +305,7 @@ class Event(_Row):
             self.trace_id,
             self.span_id,
             self.tool_call_id,
-        ) = _texts(row, _EVENT_TEXTS)
+        ) = _event_texts(row)
         time_ns = row.get("time_unix_nano")
         self.time_ns = time_ns if type(time_ns) is int else _int(row, "time_unix_nano")
 
@@ -262,7 +314,8 @@ class Event(_Row):
 
     @property
     def resource(self) -> Mapping[str, str]:
-        return _map(self.row, "resource_attributes")
+        value = self.row.get("resource_attributes")
+        return value if type(value) is dict else _map(self.row, "resource_attributes")
 
     tool_name = _str_field("tool_name")
     model = _str_field("model")
@@ -289,28 +342,40 @@ def unique_spans(rows: Iterable[Mapping[str, Any]]) -> list[Span]:
     Of several copies the one that ended last (then the richest) wins, whatever the order of
     delivery, so a rebuild does not depend on which copy arrived first.
     """
-    best: dict[tuple[str, str], tuple[tuple[int, int, int], Span]] = {}
+    best: dict[tuple[str, str], Span] = {}
     for row in rows:
-        span = span_from_row(row)
-        rank = (span.end_ns, len(span.attributes), len(str(span.row.get("span_events", ""))))
+        span = Span(row)
+        if not (
+            span.trace_id
+            and span.span_id
+            and type(row.get("trace_id")) is str
+            and type(row.get("span_id")) is str
+        ):  # what _require asks, known without its look when the ids were stored as texts
+            _require(row, ("trace_id", "span_id"), "span")
         key = (span.trace_id, span.span_id)
-        held = best.get(key)
-        if held is None or rank > held[0]:
-            best[key] = (rank, span)
-    return sorted((s for _, s in best.values()), key=lambda s: (s.start_ns, s.trace_id, s.span_id))
+        held = best.setdefault(key, span)
+        if held is not span and _rank(span) > _rank(held):
+            best[key] = span
+    return sorted(best.values(), key=lambda s: (s.start_ns, s.trace_id, s.span_id))
+
+
+def _rank(span: Span) -> tuple[int, int, int]:
+    return (span.end_ns, len(span.attributes), len(str(span.row.get("span_events", ""))))
 
 
 def unique_events(rows: Iterable[Mapping[str, Any]]) -> list[Event]:
     """One event per (session_id, time, record_id), in time order (sequence number, then id)."""
     seen: dict[tuple[str, int, str], Event] = {}
     for row in rows:
-        event = event_from_row(row)
+        event = Event(row)
+        if not event.record_id or type(row.get("record_id")) is not str:
+            _require(row, ("record_id",), "event")
         seen.setdefault((event.session_id, event.time_ns, event.record_id), event)
     return sorted(seen.values(), key=_event_order)
 
 
 def _event_order(event: Event) -> tuple[int, int, str]:
-    sequence = event.attr("event.sequence")
+    sequence = event.attributes.get("event.sequence", "")
     return (event.time_ns, int(sequence) if sequence.isdigit() else 0, event.record_id)
 
 

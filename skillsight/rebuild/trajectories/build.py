@@ -67,10 +67,9 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
     for other in ordered[1:]:
         merge(primary, other)
     nest_subagents(primary)
-    workspace = _workspace_of(spans, events)
+    workspace, rerun = _tags_of(spans, events)
     if workspace:
         primary.extra["workspace"] = workspace
-    rerun = _rerun_of(spans, events)
     if rerun:
         primary.extra["rerun_id"] = rerun
     return primary
@@ -81,27 +80,23 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
 WORKSPACE_ATTRIBUTE = "process.working_directory"
 
 
-def _workspace_of(spans: list[Span], events: list[Event]) -> str:
-    """The working directory most rows report ("" when none does)."""
+def _tags_of(spans: list[Span], events: list[Event]) -> tuple[str, str]:
+    """The working directory most rows report, and the paired rerun (``skillsight rerun``)
+    whose agent sent the rows: their ``skillsight.rerun.id`` resource attribute, the least when
+    several ("" for either when no row tells; production traffic has no rerun id)."""
     counts: Counter[str] = Counter()
-    rows: list[Span | Event] = [*spans, *events]
-    for row in rows:
-        found = row.attributes.get(WORKSPACE_ATTRIBUTE) or row.resource.get(WORKSPACE_ATTRIBUTE)
-        if found and found.startswith("/"):
-            counts[found] += 1
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if counts else ""
-
-
-def _rerun_of(spans: list[Span], events: list[Event]) -> str:
-    """The paired rerun (``skillsight rerun``) whose agent sent the rows ("" for production
-    traffic): their ``skillsight.rerun.id`` resource attribute, the least when several."""
     found = ""
     for rows in (spans, events):
         for row in rows:
-            tag = row.resource.get(SKILLSIGHT_RERUN_ID)
+            resource = row.resource
+            where = row.attributes.get(WORKSPACE_ATTRIBUTE) or resource.get(WORKSPACE_ATTRIBUTE)
+            if where and where.startswith("/"):
+                counts[where] += 1
+            tag = resource.get(SKILLSIGHT_RERUN_ID)
             if tag and (not found or tag < found):
                 found = tag
-    return found
+    workspace = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if counts else ""
+    return workspace, found
 
 
 def _session_of(spans: list[Span], events: list[Event]) -> str:
