@@ -21,10 +21,10 @@ class AllowedToolsEvaluator(Evaluator):
 
     def __init__(self) -> None:
         # Per declaration (skills repeat across activations): the parsed rules, the declaration
-        # as the reason shows it, and the note on invalid patterns.
-        self._parsed: dict[tuple[str, ...], tuple[AllowedTools, str, str]] = {}
+        # as the reason shows it, the note on invalid patterns, and whether a rule names paths.
+        self._parsed: dict[tuple[str, ...], tuple[AllowedTools, str, str, bool]] = {}
 
-    def _permissions(self, declared: list[str]) -> tuple[AllowedTools, str, str]:
+    def _permissions(self, declared: list[str]) -> tuple[AllowedTools, str, str, bool]:
         key = tuple(declared)
         parsed = self._parsed.get(key)
         if parsed is None:
@@ -34,7 +34,7 @@ class AllowedToolsEvaluator(Evaluator):
                 problems = f" (invalid patterns allow nothing: {shown})"
             else:
                 problems = ""
-            parsed = (permissions, " ".join(declared), problems)
+            parsed = (permissions, " ".join(declared), problems, self._paths(permissions))
             if len(self._parsed) < 10_000:
                 self._parsed[key] = parsed
         return parsed
@@ -76,7 +76,7 @@ class AllowedToolsEvaluator(Evaluator):
                 "unconstrained",
                 f"the skill declares no allowed-tools; {len(calls)} calls unconstrained",
             )
-        permissions, shown, problems = self._permissions(declared)
+        permissions, shown, problems, paths = self._permissions(declared)
         if not calls:
             return self.result(activation, 1.0, "conformant", "no tool calls" + problems)
         allows = permissions.allows
@@ -84,7 +84,7 @@ class AllowedToolsEvaluator(Evaluator):
         undecided: list[str] = []
         # only path patterns (Read(./docs/**), Edit(/src/**)) resolve against the working
         # directory; a declaration of tools and Bash prefixes never needs it looked up
-        cwd = place_of(activation, context).workspace if self._paths(permissions) else None
+        cwd = place_of(activation, context).workspace if paths else None
         for call, view in zip(calls, views_of(activation).views, strict=True):
             args = view.arguments
             if allows(call.name, args, cwd=cwd):

@@ -21,6 +21,7 @@ from skillsight.evaluators._model import (
     Evaluation,
     Evidence,
     Finding,
+    evidence,
 )
 from skillsight.evaluators._seen import describe_unseen
 from skillsight.store.records import Activation
@@ -35,6 +36,13 @@ class Evaluator(ABC):
     """``passed`` is ``score >= threshold``."""
     summary: ClassVar[str] = ""
 
+    _filters: ClassVar[bool] = False
+    """Whether the class overrides :meth:`applies_to` (else it is not called)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._filters = cls.applies_to is not Evaluator.applies_to
+
     def applies_to(self, activation: Activation) -> bool:
         """Cheap filter on the activation alone; the scheduler skips what it rejects."""
         return True
@@ -48,7 +56,7 @@ class Evaluator(ABC):
         self, activation: Activation, context: EvaluationContext = EMPTY_CONTEXT
     ) -> Evaluation:
         """Score one activation; an evaluator bug becomes an ``error`` evaluation, not a raise."""
-        if not self.applies_to(activation):
+        if self._filters and not self.applies_to(activation):
             return self.not_applicable(activation, f"{self.name} does not apply")
         try:
             return self._evaluate(activation, context)
@@ -190,4 +198,4 @@ def _cited(step_ids: Iterable[int | None], tool_call_ids: Iterable[str | None]) 
     else:
         steps = tuple({step: None for step in step_ids if step is not None})
         calls = tuple({call: None for call in tool_call_ids if call})
-    return Evidence(steps, calls) if steps or calls else NO_EVIDENCE
+    return evidence(steps, calls) if steps or calls else NO_EVIDENCE

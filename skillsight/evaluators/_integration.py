@@ -23,7 +23,7 @@ from skillsight.evaluators._calls import FILE_TOOLS
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.evaluators._script_execution import expected_scripts, runs_among
+from skillsight.evaluators._script_execution import expected_scripts, runs_in
 from skillsight.evaluators._seen import message_unseen, outputs_unseen
 from skillsight.evaluators._views import ActivationViews, views_of
 from skillsight.store.records import Activation
@@ -225,7 +225,7 @@ class IntegrationEvaluator(Evaluator):
         calls = activation.tool_calls
         views, commands = derived.views, derived.commands
         hidden_commands = bool(derived.hidden_inputs)
-        runs = [c for s in scripts for c in runs_among(s, calls, commands)]
+        runs = [c for s in scripts for c in runs_in(derived, s)]
         script_calls = {c.tool_call_id for c in runs}
         findings = []
         for call, command in zip(calls, commands, strict=True):

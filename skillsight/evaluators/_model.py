@@ -95,7 +95,7 @@ class Evidence:
                 calls[call] = None
         if not steps and not calls:
             return NO_EVIDENCE
-        return cls(tuple(steps), tuple(calls))
+        return evidence(tuple(steps), tuple(calls))
 
     def to_dict(self) -> dict[str, list[Any]]:
         return {"step_ids": list(self.step_ids), "tool_call_ids": list(self.tool_call_ids)}
@@ -103,6 +103,20 @@ class Evidence:
 
 NO_EVIDENCE = Evidence()
 """The evidence of an evaluation that cites nothing (shared: ``Evidence`` is frozen)."""
+
+_new = object.__new__
+_set_steps = Evidence.__dict__["step_ids"].__set__
+_set_calls = Evidence.__dict__["tool_call_ids"].__set__
+
+
+def evidence(step_ids: tuple[int, ...], tool_call_ids: tuple[str, ...]) -> Evidence:
+    """``Evidence(step_ids, tool_call_ids)`` at half the cost: a frozen dataclass sets each
+    field through ``object.__setattr__``; this sets the slots directly (every evaluation that
+    cites something builds one)."""
+    made: Evidence = _new(Evidence)
+    _set_steps(made, step_ids)
+    _set_calls(made, tool_call_ids)
+    return made
 
 
 @dataclass(slots=True)

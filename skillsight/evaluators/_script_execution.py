@@ -10,7 +10,7 @@ from skillsight.evaluators._calls import call_view
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
-from skillsight.evaluators._views import views_of
+from skillsight.evaluators._views import ActivationViews, views_of
 from skillsight.store.records import Activation, ToolCall
 
 # What may stand right before a script's relative path in a command: start, whitespace, a
@@ -57,6 +57,14 @@ def runs_among(script: str, calls: list[ToolCall], commands: list[str | None]) -
     ]
 
 
+def runs_in(derived: ActivationViews, script: str) -> list[ToolCall]:
+    """:func:`runs_of` over the activation's calls, kept with its views (do not change it)."""
+    runs = derived.script_runs.get(script)
+    if runs is None:
+        runs = derived.script_runs[script] = runs_among(script, derived.calls, derived.commands)
+    return runs
+
+
 class ScriptExecutionEvaluator(Evaluator):
     """score = scripts run successfully / expected scripts. A script counts as run when a shell
     call's command names it, and as successful when one of those calls did not fail."""
@@ -79,9 +87,9 @@ class ScriptExecutionEvaluator(Evaluator):
         ok = 0
         ran_ok: list[str] = []
         calls = activation.tool_calls
-        commands = views_of(activation).commands
+        derived = views_of(activation)
         for script in scripts:
-            runs = runs_among(script, calls, commands)
+            runs = runs_in(derived, script)
             good = [r for r in runs if not r.is_error]
             if good:
                 ok += 1
@@ -111,7 +119,7 @@ class ScriptExecutionEvaluator(Evaluator):
                     )
                 )
         # A script not seen running may have run in a command that was not logged.
-        hidden = [c for c, command in zip(calls, commands, strict=True) if c.arguments is None]
+        hidden = derived.hidden_inputs
         if hidden and any(f.kind == "script_not_run" for f in findings):
             return self.not_applicable(
                 activation,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any
 
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
@@ -13,6 +16,14 @@ from skillsight.store.records import Activation, ToolCall
 # What json.dumps(args, sort_keys=True, separators=(",", ":"), default=str) uses, built once:
 # dumps with options builds a new encoder per call.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+# ... and its C encoder, made once: ``encode`` makes one per call, which costs more than the
+# encoding. No circular-reference markers (arguments come from JSON and cannot hold a cycle;
+# a shared markers dict would also be shared between threads).
+_C_CANONICAL: Callable[[Any, int], list[str]] | None = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", True, False, True)
+)
 
 
 def call_key(call: ToolCall) -> tuple[str, str]:
@@ -20,7 +31,9 @@ def call_key(call: ToolCall) -> tuple[str, str]:
     args = call.arguments
     if isinstance(args, str):
         return call.name, args.strip()
-    return call.name, _CANONICAL.encode(args)
+    if _C_CANONICAL is None or not isinstance(args, dict):
+        return call.name, _CANONICAL.encode(args)
+    return call.name, "".join(_C_CANONICAL(args, 0))
 
 
 class ToolErrorsEvaluator(Evaluator):

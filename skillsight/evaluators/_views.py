@@ -35,6 +35,7 @@ class ActivationViews:
         "activation",
         "calls",
         "in_run",
+        "script_runs",
     )
 
     def __init__(self, activation: Activation, in_run: bool) -> None:
@@ -48,6 +49,9 @@ class ActivationViews:
         self._hidden_inputs: list[ToolCall] | None = None
         self._results: tuple[str, str] | None = None
         self._made: str | None = None
+        self.script_runs: dict[str, list[ToolCall]] = {}
+        """Per expected script, the calls that ran it (``script_execution`` and
+        ``integration_heuristic`` both look); read-only once there."""
 
     @property
     def views(self) -> list[CallView]:
