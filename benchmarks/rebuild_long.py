@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
-from skillsight.rebuild.finalizer import ProvisionalTurn, default_rebuild, rebuild_sessions
+from skillsight.rebuild.finalizer import SpanTally, default_rebuild, rebuild_sessions
 from skillsight.store import EmbeddedStore, Store
 
 PROJECT = "long"
@@ -66,7 +66,7 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
 
     The bounded policy is the finalizer's: below the mark of a turn still waiting for its root
     span, no look at its span ids, on the counts of new span rows and root spans that the
-    discovery query returns (:class:`ProvisionalTurn`). That query runs after every commit
+    discovery query returns (:class:`SpanTally`). That query runs after every commit
     whatever the policy, so it is not counted (the two counts cost nothing measurable: 24.2
     against 22.6 ms median, alternated, at 1-100 batches of this turn)."""
     rebuild = default_rebuild()
@@ -76,15 +76,15 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
         store = EmbeddedStore(Path(tmp) / "store")
         try:
             store.migrate()
-            cpu, provisional, looks, watermark = 0.0, 0, 0, 0
-            turn: ProvisionalTurn | None = None
+            cpu, provisional, looks, watermark, shown = 0.0, 0, 0, 0, 0
+            tally: SpanTally | None = None
             for tables in batches:
                 _insert(store, tables)
                 for arrival in store.sessions.arrivals(watermark):
                     watermark = max(watermark, arrival.last_ingested_us)
-                    if turn is not None and arrival.session_key == key:
-                        turn.arrived(arrival.span_rows, arrival.root_spans)
-                hold = {ident: math.ceil(turn.rebuilt_spans * growth)} if growth and turn else {}
+                    if tally is not None and arrival.session_key == key:
+                        tally.arrived(arrival.span_rows, arrival.root_spans)
+                hold = {ident: math.ceil(shown * growth)} if growth and shown else {}
                 started = time.process_time()
                 outcomes, _ = rebuild_sessions(
                     store,
@@ -92,17 +92,15 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
                     rebuild=rebuild,
                     provisional={ident},
                     hold_below=hold,
-                    held={ident} if turn and hold and turn.held_below(hold[ident]) else set(),
+                    held={ident} if tally and hold and tally.held(hold[ident]) else set(),
                 )
                 cpu += time.process_time() - started
                 outcome = outcomes[0]
                 looks += outcome.looked
+                if outcome.looked or outcome.spans:
+                    tally = SpanTally(outcome.spans, outcome.waits_for_root)
                 if outcome.rebuilt is not None:
-                    provisional += 1
-                    spans = outcome.spans
-                    turn = ProvisionalTurn(0.0, spans, spans, outcome.waits_for_root)
-                elif turn is not None and outcome.looked:
-                    turn.looked(outcome.spans, outcome.waits_for_root)
+                    provisional, shown = provisional + 1, outcome.spans
             _insert(store, root)
             started = time.process_time()
             outcomes, _ = rebuild_sessions(

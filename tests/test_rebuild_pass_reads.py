@@ -181,7 +181,8 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
             insert(rest[first:little])  # 15 < 2 x 10: held
             await _until(finalizer, lambda h: h["incomplete_sessions"] == 1)
             assert finalizer.health()["provisional_rebuilds"] == 1
-            assert finalizer.health()["parent_looks"] == 0  # known without asking the store
+            health = finalizer.health()  # known without asking the store:
+            assert (health["parent_looks"], health["looks_spared"]) == (0, 1)
             insert(rest[little:doubled])  # 25 >= 20: shown again
             await _until(finalizer, lambda h: h["provisional_rebuilds"] == 2)
             assert not announced
@@ -193,6 +194,35 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
     assert (health["parent_looks"], health["settled_incomplete"]) == (2, 0)
     [item] = announced
     assert item.activations
+
+
+def test_a_turn_waiting_for_its_root_is_looked_at_once_until_a_root_arrives(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """Before max_wait_s, each new batch of a turn whose root has not come is held on
+    discovery's counts; the look comes back with a root span (of any trace), which completes it."""
+    insert, rest, root = _growing_turn(embedded_store, 80)
+
+    async def run() -> dict[str, Any]:
+        finalizer = Finalizer(embedded_store, quiet_s=0.05, max_wait_s=3600, poll_s=0.02)
+        async with finalizer:
+            insert(rest[:10])
+            await _until(finalizer, lambda h: h["parent_looks"] == 1)
+            assert finalizer.health()["incomplete_sessions"] == 1
+            for start in (10, 20, 30):
+                insert(rest[start : start + 10])
+                await _until(finalizer, lambda h, n=start // 10: h["looks_spared"] == n)
+            assert finalizer.health()["parent_looks"] == 1
+            insert([root])
+            await _until(finalizer, lambda h: h["sessions_rebuilt"] == 1)
+            return finalizer.health()
+
+    health = asyncio.run(run())
+    assert (health["parent_looks"], health["looks_spared"], health["provisional_rebuilds"]) == (
+        2,
+        3,
+        0,
+    )
 
 
 def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(

@@ -1,22 +1,22 @@
-"""What the trace finalizer keeps: each pending session, each provisionally rebuilt turn, and
-its counters.
+"""What the trace finalizer keeps: each pending session, what it knows of a held session's
+spans without asking the store, and its counters.
 
-A Claude Code turn running for minutes exports its spans in batches and its root span last.
-Past ``max_wait_s`` the finalizer rebuilds it provisionally (for the display) at most once per
-``provisional_every_s``, and again only once its spans have grown ``provisional_growth`` times:
-otherwise it is rebuilt in full after every batch, quadratic in a long turn; growing by 2x
-bounds all its provisional rebuilds to about twice a rebuild of the whole. Once complete it is
-rebuilt at once.
+A session held for completeness (its root span or a model request's log events not in yet) was
+looked at through its span ids in the store whenever it came due: two queries of ~20 ms each
+whatever its size. A Claude Code turn running for minutes exports its spans in batches and its
+root span last, so that look came after every batch: a third of a 10,000-step turn's rebuild
+work when it arrives in 100 batches. Past ``max_wait_s`` such a turn is rebuilt provisionally
+(for the display) at most once per ``provisional_every_s`` and again only once its spans have
+grown ``provisional_growth`` times (otherwise it is rebuilt in full after every batch, quadratic
+in a long turn; growing by 2x bounds its provisional rebuilds to about twice a rebuild of the
+whole); once complete it is rebuilt at once.
 
-Deciding "still incomplete and still below that mark" took a look at the turn's span ids in
-the store after every batch: two queries of ~20 ms each whatever the turn's size, a third of a
-10,000-step turn's rebuild work when it arrives in 100 batches. The finalizer's discovery
-query already counts each session's new span rows and root spans
-(:meth:`skillsight.store.Sessions.arrivals`). A turn whose last look or read found a trace that
-misses a parent and has no root span stays incomplete until a root span arrives (parent pointers
-that form no cycle end at a missing parent or at a root), and it has at most the spans counted
-then plus the span rows discovered since. While no root span has arrived and that sum is below
-the mark, the look's answer is known: held (:meth:`ProvisionalTurn.held_below`).
+The finalizer's discovery query counts each session's new span rows and root spans
+(:meth:`skillsight.store.Sessions.arrivals`). A session whose last look or read found a trace
+that misses a parent and has no root span stays incomplete until a root span arrives (parent
+pointers that form no cycle end at a missing parent or at a root), and it has at most the spans
+counted then plus the span rows discovered since. While no root span has arrived, the look's
+answer is known: incomplete, and under a growth mark while that sum is (:class:`SpanTally`).
 """
 
 from __future__ import annotations
@@ -52,35 +52,28 @@ class FinalizerStats:
     """Sessions handed to scoring incomplete, after settle_s without a new row (or at stop)."""
     parent_looks: int = 0
     """Sessions whose span ids were looked at to decide whether to hold them."""
+    looks_spared: int = 0
+    """Sessions held on what discovery counted (:class:`SpanTally`), without that look."""
 
 
 @dataclass
-class ProvisionalTurn:
-    """A session rebuilt provisionally (incomplete past ``max_wait_s``), maybe still arriving."""
+class SpanTally:
+    """What is known of a held session's spans since its last look or read."""
 
-    at: float
-    """Monotonic time of its last provisional rebuild."""
-    rebuilt_spans: int
-    """Its spans then (the growth mark is a multiple of them)."""
     spans: int
-    """Its spans at its last look or read, plus every span row discovered since: at least as
-    many as it has."""
+    """Its spans then, plus every span row discovered since: at least as many as it has."""
     waits_for_root: bool
     """A trace of it missed a parent and had no root span then, and no root span arrived since."""
 
     def arrived(self, span_rows: int, root_spans: int) -> None:
         """New rows were discovered: ``span_rows`` those past discovery's watermark (a span row
-        committed late behind it goes uncounted, and the turn is shown again a little after its
+        committed late behind it goes uncounted, and a turn is shown again a little after its
         mark), ``root_spans`` all of them (re-read ones too: a root counted twice only brings
         the next look sooner)."""
         self.spans += span_rows
         if root_spans:
             self.waits_for_root = False
 
-    def looked(self, spans: int, waits_for_root: bool) -> None:
-        """Its span ids were looked at, or its rows read: what is known starts again there."""
-        self.spans, self.waits_for_root = spans, waits_for_root
-
-    def held_below(self, mark: int) -> bool:
-        """Still incomplete and below ``mark`` spans, known without a look."""
-        return self.waits_for_root and self.spans < mark
+    def held(self, mark: int | None = None) -> bool:
+        """Still incomplete (and below ``mark`` spans, when given), known without a look."""
+        return self.waits_for_root and (mark is None or self.spans < mark)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from skillsight.errors import SkillsightError
-from skillsight.rebuild._finalizer_state import FinalizerStats, Pending, ProvisionalTurn
+from skillsight.rebuild._finalizer_state import FinalizerStats, Pending, SpanTally
 from skillsight.rebuild.catalogue import CatalogueFn
 from skillsight.rebuild.rebuild_pass import (
     Outcome,
@@ -58,8 +58,8 @@ __all__ = [
     "ActivationsReady",
     "Finalizer",
     "Outcome",
-    "ProvisionalTurn",
     "RebuildFn",
+    "SpanTally",
     "Subscriber",
     "default_rebuild",
     "is_complete",
@@ -122,7 +122,9 @@ class Finalizer:
         self.provisional_every_s = provisional_every_s
         self.provisional_growth = provisional_growth
         """How a turn running past max_wait_s is shown: see ``_finalizer_state``."""
-        self._provisional: dict[tuple[str, str], ProvisionalTurn] = {}
+        # per session: (monotonic time, spans) of its last provisional rebuild
+        self._provisional: dict[tuple[str, str], tuple[float, int]] = {}
+        self._tallies: dict[tuple[str, str], SpanTally] = {}  # of held sessions
         self.stats = FinalizerStats()
         self.visibility = Visibility()
         """What each source's recently rebuilt sessions lacked (``health()["sources"]``)."""
@@ -209,6 +211,7 @@ class Finalizer:
             "provisional_rebuilds": self.stats.provisional_rebuilds,
             "settled_incomplete": self.stats.settled_incomplete,
             "parent_looks": self.stats.parent_looks,
+            "looks_spared": self.stats.looks_spared,
             "sessions_rebuilt": self.stats.sessions_rebuilt,
             "activations_rebuilt": self.stats.activations_rebuilt,
             "errors": self.stats.errors,
@@ -271,8 +274,8 @@ class Finalizer:
             pending = self._pending.get(ident)
             if pending is not None and pending.last_ingested_us >= last_us:
                 continue
-            if ident in self._provisional:
-                self._provisional[ident].arrived(span_rows, root_spans)
+            if ident in self._tallies:
+                self._tallies[ident].arrived(span_rows, root_spans)
             # The quiet period runs from the row's commit (store clock), not from discovery.
             waited = min(max((wall_us - last_us) / 1e6, 0.0), self.quiet_s)
             self._pending[ident] = Pending(
@@ -325,10 +328,10 @@ class Finalizer:
             and ident not in waiting
             and not self._pending[ident].unsettled  # settling: written as it is, now
             and ident in self._provisional
-            and now - self._provisional[ident].at < self.provisional_every_s
+            and now - self._provisional[ident][0] < self.provisional_every_s
         }
         growing = {
-            ident: math.ceil(self._provisional[ident].rebuilt_spans * self.provisional_growth)
+            ident: math.ceil(self._provisional[ident][1] * self.provisional_growth)
             for ident in keys
             if wait_for_roots
             and ident not in waiting
@@ -336,9 +339,10 @@ class Finalizer:
             and not self._pending[ident].unsettled
             and ident in self._provisional
         }
-        # Known to be still below its mark and waiting for a root span: held without a look.
-        held = {
-            ident for ident, mark in growing.items() if self._provisional[ident].held_below(mark)
+        # Known to wait for a root span still (and to be below its mark): held without a look.
+        tally = self._tallies
+        held = {i for i in waiting | throttled if i in tally and tally[i].held()} | {
+            i for i, mark in growing.items() if i in tally and tally[i].held(mark)
         }
         started = time.perf_counter()
         try:
@@ -367,15 +371,16 @@ class Finalizer:
             ident = (project_id, key)
             pending = self._pending[ident]
             self.stats.parent_looks += outcome.looked
-            if ident in self._provisional and (outcome.looked or outcome.spans):
-                self._provisional[ident].looked(outcome.spans, outcome.waits_for_root)
+            self.stats.looks_spared += ident in held
+            if outcome.looked or outcome.spans:  # what is known starts again here
+                self._tallies[ident] = SpanTally(outcome.spans, outcome.waits_for_root)
             if outcome.incomplete:
                 # Only new rows (which make it due again) change what held it, so it waits for
                 # them, or for the first moment it may be shown or rebuilt as it is.
                 if ident in waiting:
                     pending.due = pending.first_seen + self.max_wait_s
                 elif ident in throttled:
-                    pending.due = self._provisional[ident].at + self.provisional_every_s
+                    pending.due = self._provisional[ident][0] + self.provisional_every_s
                 elif pending.last_ingested_us == last_us:  # below its mark: settles as it is
                     waited = max(0.0, wall_us - last_us) / 1e6
                     pending.unsettled = True
@@ -390,6 +395,7 @@ class Finalizer:
                     pending.due = now + max(0.0, self.settle_s - waited)
                 else:
                     del self._pending[ident]
+                    self._tallies.pop(ident, None)
             self._handled[ident] = last_us
             if outcome.error:
                 self._count_error(f"session {key}: {outcome.error}")
@@ -400,9 +406,7 @@ class Finalizer:
                 stamp = next(stamp_of)
                 if not outcome.settled:
                     self.stats.provisional_rebuilds += 1
-                    self._provisional[ident] = ProvisionalTurn(
-                        now, outcome.spans, outcome.spans, outcome.waits_for_root
-                    )
+                    self._provisional[ident] = (now, outcome.spans)
                     continue
                 self._provisional.pop(ident, None)
                 if not outcome.complete:
