@@ -44,6 +44,7 @@ from skillsight.evaluators._seen import (
 )
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
 from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
+from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.security import SecurityEvaluator
 
 __all__ = [
@@ -83,5 +84,6 @@ __all__ = [
     "otel_event",
     "outputs_unseen",
     "run_evaluators",
+    "shared_views",
     "total_tokens",
 ]

@@ -117,10 +117,11 @@ class SecurityEvaluator(Evaluator):
         )
         # One look at all results (and all arguments) together decides whether any needs the
         # per-call scans: a newline joins them, and no literal the scanners look for holds one.
+        # Each scanner's own gate: a result with a secret's prefix needs no injection scan.
         results, lowered_results = derived.results
-        scan_results = may_hold_secrets(results, lowered_results) or may_be_untrusted(
-            results, lowered_results
-        )
+        secret_results = may_hold_secrets(results, lowered_results)
+        untrusted_results = may_be_untrusted(results, lowered_results)
+        scan_results = secret_results or untrusted_results
         views = derived.views
         arguments_text = derived.arguments_text
         file_calls = any(c.name in FILE_TOOLS for c in calls)
@@ -197,11 +198,11 @@ class SecurityEvaluator(Evaluator):
             if result and scan_results:
                 # Both scanners want the lower-cased text; it is made once.
                 lowered = result.lower()
-                if secrets := find_secrets(result, lowered):
+                if secret_results and (secrets := find_secrets(result, lowered)):
                     findings += self._found_secrets(
                         secrets, "tool result", call.step_id, call.tool_call_id
                     )
-                if untrusted := scan_untrusted(result, lowered):
+                if untrusted_results and (untrusted := scan_untrusted(result, lowered)):
                     findings += _content(untrusted, "tool result", call.step_id, call.tool_call_id)
         message = activation.integration_message
         if message:
