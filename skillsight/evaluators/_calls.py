@@ -34,6 +34,8 @@ class CallView(NamedTuple):
 
 def parse_call(args: Any, name: str) -> CallView:
     """The view of a call with these arguments and this tool name (uncached)."""
+    if type(args) is dict:  # the common case first, as the general path below treats it
+        return CallView(args, _command_in(args), _text_of(args))
     parsed: dict[str, Any] | str | None
     if isinstance(args, str):
         parsed = args
@@ -51,15 +53,7 @@ def parse_call(args: Any, name: str) -> CallView:
         parsed = None if args is None else str(args)
     command: str | None = None
     if isinstance(parsed, dict):
-        for key in _COMMAND_KEYS:
-            value = parsed.get(key)
-            if isinstance(value, str):
-                command = value
-                break
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                # Codex-style argv, e.g. ["bash", "-lc", "python x.py"]: the script is last
-                command = " ".join(value)
-                break
+        command = _command_in(parsed)
     elif isinstance(parsed, str) and name == "Bash":
         command = parsed
     if args is None:
@@ -67,17 +61,32 @@ def parse_call(args: Any, name: str) -> CallView:
     elif isinstance(args, str):
         text = args
     elif isinstance(args, dict):
-        # String values joined by newlines (nested values as JSON): cheaper than serializing
-        # the whole object, and what the scanners need.
-        text = "\n".join(
-            [
-                v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-                for v in args.values()
-            ]
-        )
+        text = _text_of(args)
     else:
         text = json.dumps(args, ensure_ascii=False, default=str)
     return CallView(parsed, command, text)
+
+
+def _command_in(parsed: dict[str, Any]) -> str | None:
+    for key in _COMMAND_KEYS:
+        value = parsed.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            # Codex-style argv, e.g. ["bash", "-lc", "python x.py"]: the script is last
+            return " ".join(value)
+    return None
+
+
+def _text_of(args: dict[str, Any]) -> str:
+    # String values joined by newlines (nested values as JSON): cheaper than serializing the
+    # whole object, and what the scanners need.
+    return "\n".join(
+        [
+            v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
+            for v in args.values()
+        ]
+    )
 
 
 # Every evaluator reads the same calls' commands and argument texts, and the scheduler runs

@@ -138,7 +138,8 @@ class Evaluator(ABC):
         if unseen:
             missing = tuple(dict.fromkeys(unseen))
             reason = f"{reason}; {describe_unseen(missing)}"
-        return Evaluation.of(
+        # Evaluation.of's fields, positionally, without its call: every evaluation comes here
+        return Evaluation(
             activation.activation_id,
             self.name,
             self.version,
@@ -150,6 +151,11 @@ class Evaluator(ABC):
             if found
             else _cited(step_ids, tool_call_ids),
             found,
+            "",
+            "",
+            0,
+            0.0,
+            0.0,
             activation.project_id,
             activation.skill_name,
             activation.skill_version,
