@@ -113,8 +113,8 @@ def test_a_large_result_is_read_as_arrow_after_the_first(store: EmbeddedStore) -
     assert sql in store._columnar
     second = store.query(sql, {"rows": _COLUMNAR_ROWS})  # as Arrow
     assert same(first, expected) and same(second, expected)
-    few = store.query(sql, {"rows": 3})  # a small answer: back to JSON next time
-    assert same(few, expected[:3]) and sql not in store._columnar
+    few = store.query(sql, {"rows": 3})  # still as Arrow
+    assert same(few, expected[:3]) and sql in store._columnar
 
 
 def test_a_large_result_arrow_cannot_give_exactly_stays_json(store: EmbeddedStore) -> None:

@@ -46,8 +46,8 @@ def _settings_clause(settings: Mapping[str, Any]) -> str:
 # The rows as one JSON array: parsed in one ``json.loads``, with no copy to split them first.
 _READ_CLAUSE = _settings_clause({**READ_SETTINGS, "output_format_json_array_of_rows": 1})
 _ARROW_CLAUSE = _settings_clause(READ_SETTINGS)
-# Statements answered with this many rows are read as Arrow next time (until one answers with a
-# quarter of it); ~0.5 ms more a statement, ~3 µs less a row of a session's spans.
+# A statement that answered with this many rows is read as Arrow from then on: ~0.5 ms more a
+# statement, ~3 µs less a row of a session's spans (a few hundred rows are even).
 _COLUMNAR_ROWS = 1000
 _KEPT = 1024  # statements remembered per choice
 
@@ -85,15 +85,13 @@ class EmbeddedStore(LockedStore):
                 raise StoreError(str(exc)) from exc
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows as JSON parses them. A statement whose last answer had many rows is read as
-        Arrow instead when every column converts exactly (:mod:`skillsight.store._arrow_rows`):
-        ClickHouse writes a large result faster so; a small one costs more (~0.5 ms more)."""
+        """Rows as JSON parses them. A statement that once answered with many rows is read as
+        Arrow from then on when every column converts exactly (:mod:`skillsight.store._arrow_rows`):
+        ClickHouse writes a large result faster so; a small one costs ~0.5 ms more."""
         text = _params(params)
         if sql in self._columnar:
             found = self._arrow_query(sql, text)
             if found is not None:
-                if len(found) < _COLUMNAR_ROWS // 4:
-                    self._columnar.discard(sql)
                 return found
             self._columnar.discard(sql)
             _remember(self._json_only, sql)
