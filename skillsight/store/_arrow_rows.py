@@ -15,6 +15,7 @@ infinities as ``null``; :func:`json_number` gives what ``json.loads`` reads from
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -64,8 +65,12 @@ def rows(table: pa.Table) -> list[dict[str, Any]] | None:
     columns: list[list[Any]] = []
     for field, column in zip(table.schema, table.columns, strict=True):
         values = column.to_pylist()
-        if pa.types.is_map(field.type):
-            values = [None if m is None else dict(m) for m in values]
+        if pa.types.is_map(field.type):  # (key, value) pairs; ClickHouse has no null map
+            values = (
+                list(map(dict, values))
+                if column.null_count == 0
+                else [None if m is None else dict(m) for m in values]
+            )
         elif field.type == pa.float64():
             # a finite fraction reads back as itself; the rest as json_number says
             values = [
@@ -73,5 +78,5 @@ def rows(table: pa.Table) -> list[dict[str, Any]] | None:
                 for v in values
             ]
         columns.append(values)
-    names = table.column_names
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+    pair_names = partial(zip, table.column_names)  # each row's values with their names
+    return list(map(dict, map(pair_names, zip(*columns, strict=True))))
