@@ -129,7 +129,7 @@ class IntegrationEvaluator(Evaluator):
         # Numbers and file names are kept apart (a file name holds a letter, a number none):
         # texts compared with the produced values are then scanned only for the kinds there are.
         derived = views_of(activation)
-        made = derived.made
+        made = derived.made()
         made_numbers = frozenset(_numbers(made))
         produced_numbers, produced_files = set(made_numbers), _files(made)
         views = derived.views

@@ -1,7 +1,7 @@
 """What several evaluators derive from one activation, derived once per activation and run.
 
 Every cheap evaluator reads the same calls' commands and argument texts, which outputs and
-inputs were not exported, the results joined into one text to gate scans on. Inside a run
+inputs were not exported, which calls ran the skill's scripts. Inside a run
 (:func:`shared_views`: :func:`skillsight.evaluators.run_evaluators` and the scheduler open one)
 they are derived the first time an evaluator asks and kept for the others until the run ends;
 evaluators are pure, so nothing changes an activation while its run holds its views. Outside a
@@ -29,8 +29,6 @@ class ActivationViews:
         "_commands",
         "_hidden_inputs",
         "_hidden_outputs",
-        "_made",
-        "_results",
         "_views",
         "activation",
         "calls",
@@ -47,8 +45,6 @@ class ActivationViews:
         self._arguments_text: str | None = None
         self._hidden_outputs: list[ToolCall] | None = None
         self._hidden_inputs: list[ToolCall] | None = None
-        self._results: tuple[str, str] | None = None
-        self._made: str | None = None
         self.script_runs: dict[str, list[ToolCall]] = {}
         """Per expected script, the calls that ran it (``script_execution`` and
         ``integration_heuristic`` both look); read-only once there."""
@@ -98,25 +94,21 @@ class ActivationViews:
             hidden = self._hidden_inputs = [c for c in self.calls if c.arguments is None]
         return hidden
 
-    @property
+    # The joined outputs below are read by one evaluator each and are not kept: a run holds
+    # the views of its whole batch while each evaluator walks it, and kilobytes of text per
+    # activation held that long cost more in memory traffic than they save.
+
     def results(self) -> tuple[str, str]:
         """(every non-empty result joined by newlines, its lower case)."""
-        results = self._results
-        if results is None:
-            joined = "\n".join([c.result for c in self.calls if c.result])
-            results = self._results = (joined, joined.lower())
-        return results
+        joined = "\n".join([c.result for c in self.calls if c.result])
+        return joined, joined.lower()
 
-    @property
     def made(self) -> str:
         """The results of successful calls other than file tools', joined by newlines (``""``
         for an unexported one): what the skill produced."""
-        made = self._made
-        if made is None:
-            made = self._made = "\n".join(
-                [c.result or "" for c in self.calls if not c.is_error and c.name not in FILE_TOOLS]
-            )
-        return made
+        return "\n".join(
+            [c.result or "" for c in self.calls if not c.is_error and c.name not in FILE_TOOLS]
+        )
 
 
 class _Run(threading.local):

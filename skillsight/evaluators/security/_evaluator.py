@@ -118,7 +118,7 @@ class SecurityEvaluator(Evaluator):
         # One look at all results (and all arguments) together decides whether any needs the
         # per-call scans: a newline joins them, and no literal the scanners look for holds one.
         # Each scanner's own gate: a result with a secret's prefix needs no injection scan.
-        results, lowered_results = derived.results
+        results, lowered_results = derived.results()
         secret_results = may_hold_secrets(results, lowered_results)
         untrusted_results = may_be_untrusted(results, lowered_results)
         scan_results = secret_results or untrusted_results
