@@ -11,7 +11,6 @@ import chdb
 import pyarrow as pa
 
 from skillsight.errors import StoreError
-from skillsight.store import _arrow_rows as arrow_rows
 from skillsight.store._sql import READ_SETTINGS
 from skillsight.store._store import LockedStore
 
@@ -45,17 +44,6 @@ def _settings_clause(settings: Mapping[str, Any]) -> str:
 
 # The rows as one JSON array: parsed in one ``json.loads``, with no copy to split them first.
 _READ_CLAUSE = _settings_clause({**READ_SETTINGS, "output_format_json_array_of_rows": 1})
-_ARROW_CLAUSE = _settings_clause(READ_SETTINGS)
-# A statement that answered with this many rows is read as Arrow from then on: ~0.5 ms more a
-# statement, ~3 µs less a row of a session's spans (a few hundred rows are even).
-_COLUMNAR_ROWS = 1000
-_KEPT = 1024  # statements remembered per choice
-
-
-def _remember(statements: set[str], sql: str) -> None:
-    if len(statements) >= _KEPT:
-        statements.clear()
-    statements.add(sql)
 
 
 class EmbeddedStore(LockedStore):
@@ -65,8 +53,6 @@ class EmbeddedStore(LockedStore):
 
     def __init__(self, data_dir: Path) -> None:
         super().__init__()
-        self._columnar: set[str] = set()  # statements read as Arrow
-        self._json_only: set[str] = set()  # statements whose columns Arrow cannot give exactly
         data_dir.mkdir(parents=True, exist_ok=True)
         self.path = data_dir
         try:
@@ -85,40 +71,20 @@ class EmbeddedStore(LockedStore):
                 raise StoreError(str(exc)) from exc
 
     def query(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Rows as JSON parses them. A statement that once answered with many rows is read as
-        Arrow from then on when every column converts exactly (:mod:`skillsight.store._arrow_rows`):
-        ClickHouse writes a large result faster so; a small one costs ~0.5 ms more."""
-        text = _params(params)
-        if sql in self._columnar:
-            found = self._arrow_query(sql, text)
-            if found is not None:
-                return found
-            self._columnar.discard(sql)
-            _remember(self._json_only, sql)
         with self._lock:
             try:
-                result = self._conn.query(sql + _READ_CLAUSE, "JSONEachRow", params=text)
+                result = self._conn.query(
+                    sql + _READ_CLAUSE,
+                    "JSONEachRow",
+                    params=_params(params),
+                )
             except Exception as exc:
                 raise StoreError(str(exc)) from exc
         raw = result.bytes()
         if not raw:
             return []
         rows: list[dict[str, Any]] = json.loads(raw)
-        if len(rows) >= _COLUMNAR_ROWS and sql not in self._json_only:
-            _remember(self._columnar, sql)
         return rows
-
-    def _arrow_query(self, sql: str, params: dict[str, str] | None) -> list[dict[str, Any]] | None:
-        """The rows read as Arrow; None when a column has no exact conversion."""
-        with self._lock:
-            try:
-                table = self._conn.query(sql + _ARROW_CLAUSE, "ArrowTable", params=params)
-            except Exception as exc:
-                raise StoreError(str(exc)) from exc
-        try:
-            return arrow_rows.rows(table)
-        except Exception:  # a value without an exact conversion: JSON says what it is
-            return None
 
     def query_raw(self, sql: str) -> bytes:
         """The CSV output of a statement run as written (no settings appended)."""
