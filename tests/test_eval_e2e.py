@@ -90,6 +90,24 @@ def wait_scored(server: RunningServer, sessions: int, timeout: float = 120.0) ->
     raise AssertionError(f"sessions not scored within {timeout}s: {server.get('/healthz')}")
 
 
+def wait_each_scored(server: RunningServer, projects: list[str], timeout: float = 120.0) -> None:
+    """Until each project lists one activation whose current rebuild is scored, then the
+    service idle. The scheduler's count alone can reach the number of sessions early: a session
+    rebuilt again when late rows come (a log event after its root span) is scored again."""
+    deadline = time.monotonic() + timeout
+    waiting = list(projects)
+    while waiting and time.monotonic() < deadline:
+        listed = get(server, waiting[0], "/api/v1/activations")
+        if len(listed) == 1:
+            found = get(server, waiting[0], f"/api/v1/activations/{listed[0]['activation_id']}")
+            if found["evaluations"] and not any(e.get("stale") for e in found["evaluations"]):
+                waiting.pop(0)
+                continue
+        time.sleep(0.05)
+    assert not waiting, f"not scored within {timeout}s: {waiting}"
+    wait_scored(server, len(projects), timeout=max(1.0, deadline - time.monotonic()))
+
+
 def get(server: RunningServer, project: str, path: str, **params: Any) -> Any:
     response = httpx.get(
         server.api + path, params=params, headers={"x-skillsight-key": KEYS[project]}, timeout=30
@@ -348,7 +366,7 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
         results = dict(zip(SCENARIOS, asyncio.run(play_all(server.otlp_http)), strict=True))
         for name, result in results.items():
             assert mismatches(result) == [], name
-        wait_scored(server, len(SCENARIOS))
+        wait_each_scored(server, list(SCENARIOS))
         for name, result in results.items():
             activation = activation_of(server, name)
             assert activation["session_id"] == result.session_id
