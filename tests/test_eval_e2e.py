@@ -100,7 +100,8 @@ def wait_each_scored(server: RunningServer, projects: list[str], timeout: float 
         listed = get(server, waiting[0], "/api/v1/activations")
         if len(listed) == 1:
             found = get(server, waiting[0], f"/api/v1/activations/{listed[0]['activation_id']}")
-            if found["evaluations"] and not any(e.get("stale") for e in found["evaluations"]):
+            scores = found.get("evaluations") or []  # absent until the first scores land
+            if scores and not any(e.get("stale") for e in scores):
                 waiting.pop(0)
                 continue
         time.sleep(0.05)
