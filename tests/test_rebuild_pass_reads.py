@@ -146,6 +146,19 @@ def _growing_turn(store: Store, seed: int) -> tuple[Any, list[dict[str, Any]], d
     return insert, [s for s in spans if s["parent_span_id"]], root
 
 
+def _announcing(store: Store, **settings: Any) -> tuple[Finalizer, list[ActivationsReady]]:
+    """A finalizer of short waits, a turn past max_wait_s at once, and what it announces."""
+    announced: list[ActivationsReady] = []
+
+    async def note(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    defaults = {"max_wait_s": 0.0, "settle_s": 3600, "provisional_every_s": 0.0}
+    finalizer = Finalizer(store, quiet_s=0.05, poll_s=0.02, **{**defaults, **settings})
+    finalizer.subscribe(note)
+    return finalizer, announced
+
+
 async def _until(finalizer: Finalizer, condition: Any) -> None:
     async with asyncio.timeout(30):
         while not condition(finalizer.health()):
@@ -159,22 +172,9 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
     span ids (the discovery query counted its new spans); its root ends the wait at once."""
     insert, rest, root = _growing_turn(embedded_store, 78)
     first, little, doubled = 10, 15, 25  # spans in after each batch
-    announced: list[ActivationsReady] = []
 
-    async def note(item: ActivationsReady) -> None:
-        announced.append(item)
-
-    async def run() -> dict[str, Any]:
-        finalizer = Finalizer(
-            embedded_store,
-            quiet_s=0.05,
-            max_wait_s=0.0,
-            settle_s=3600,
-            poll_s=0.02,
-            provisional_every_s=0.0,
-            provisional_growth=2.0,
-        )
-        finalizer.subscribe(note)
+    async def run() -> tuple[dict[str, Any], list[ActivationsReady]]:
+        finalizer, announced = _announcing(embedded_store, provisional_growth=2.0)
         async with finalizer:
             insert(rest[:first])
             await _until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
@@ -188,9 +188,9 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
             assert not announced
             insert([root])  # the turn ends: looked at, complete, scored at once
             await _until(finalizer, lambda h: h["sessions_rebuilt"] == 3)
-            return finalizer.health()
+            return finalizer.health(), announced
 
-    health = asyncio.run(run())
+    health, announced = asyncio.run(run())
     assert (health["parent_looks"], health["settled_incomplete"]) == (2, 0)
     [item] = announced
     assert item.activations
@@ -231,29 +231,17 @@ def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(
     """A turn held below its mark whose agent stops sending (crashed mid-turn) is not held
     forever: settle_s after its last row it is rebuilt as it is, every span in, and scored."""
     insert, rest, _ = _growing_turn(embedded_store, 79)
-    announced: list[ActivationsReady] = []
 
-    async def note(item: ActivationsReady) -> None:
-        announced.append(item)
-
-    async def run() -> dict[str, Any]:
-        finalizer = Finalizer(
-            embedded_store,
-            quiet_s=0.05,
-            max_wait_s=0.0,
-            settle_s=1.0,
-            poll_s=0.02,
-            provisional_every_s=0.0,
-        )
-        finalizer.subscribe(note)
+    async def run() -> tuple[dict[str, Any], list[ActivationsReady]]:
+        finalizer, announced = _announcing(embedded_store, settle_s=1.0)
         async with finalizer:
             insert(rest[:10])
             await _until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
             insert(rest[10:15])  # held below its mark, then nothing more comes
             await _until(finalizer, lambda h: h["settled_incomplete"] == 1)
-            return finalizer.health()
+            return finalizer.health(), announced
 
-    health = asyncio.run(run())
+    health, announced = asyncio.run(run())
     assert (health["provisional_rebuilds"], health["unsettled_sessions"]) == (1, 0)
     [item] = announced
     spans, events = embedded_store.sessions.rows(PROJECT, item.session_id)
