@@ -209,20 +209,18 @@ def test_a_turn_waiting_for_its_root_is_looked_at_once_until_a_root_arrives(
             insert(rest[:10])
             await _until(finalizer, lambda h: h["parent_looks"] == 1)
             assert finalizer.health()["incomplete_sessions"] == 1
-            for start in (10, 20, 30):
+            for start in (10, 20, 30):  # each batch makes it due; each pass spares the look
+                spared = finalizer.health()["looks_spared"]
                 insert(rest[start : start + 10])
-                await _until(finalizer, lambda h, n=start // 10: h["looks_spared"] == n)
+                await _until(finalizer, lambda h, n=spared: h["looks_spared"] > n)
             assert finalizer.health()["parent_looks"] == 1
             insert([root])
             await _until(finalizer, lambda h: h["sessions_rebuilt"] == 1)
             return finalizer.health()
 
     health = asyncio.run(run())
-    assert (health["parent_looks"], health["looks_spared"], health["provisional_rebuilds"]) == (
-        2,
-        3,
-        0,
-    )
+    assert (health["parent_looks"], health["provisional_rebuilds"]) == (2, 0)
+    assert health["looks_spared"] >= 3
 
 
 def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(

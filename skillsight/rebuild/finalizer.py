@@ -272,10 +272,15 @@ class Finalizer:
             if self._handled.get(ident, -1) >= last_us:
                 continue
             pending = self._pending.get(ident)
+            tally = self._tallies.get(ident)
             if pending is not None and pending.last_ingested_us >= last_us:
+                if root_spans and tally is not None and tally.waits_for_root:
+                    # a root span committed behind rows already seen (another writer): look
+                    tally.arrived(0, root_spans)
+                    pending.due, pending.unsettled = min(pending.due, now), False
                 continue
-            if ident in self._tallies:
-                self._tallies[ident].arrived(span_rows, root_spans)
+            if tally is not None:
+                tally.arrived(span_rows, root_spans)
             # The quiet period runs from the row's commit (store clock), not from discovery.
             waited = min(max((wall_us - last_us) / 1e6, 0.0), self.quiet_s)
             self._pending[ident] = Pending(
@@ -374,11 +379,9 @@ class Finalizer:
             self.stats.looks_spared += ident in held
             if outcome.looked or outcome.spans:  # what is known starts again here
                 self._tallies[ident] = SpanTally(outcome.spans, outcome.waits_for_root)
-            if outcome.incomplete:
-                # Only new rows (which make it due again) change what held it, so it waits for
-                # them, or for the first moment it may be shown or rebuilt as it is.
+            if outcome.incomplete:  # look again later (cheap while it waits for a root span)
                 if ident in waiting:
-                    pending.due = pending.first_seen + self.max_wait_s
+                    pending.due = now + self.quiet_s
                 elif ident in throttled:
                     pending.due = self._provisional[ident][0] + self.provisional_every_s
                 elif pending.last_ingested_us == last_us:  # below its mark: settles as it is
