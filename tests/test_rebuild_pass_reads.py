@@ -223,6 +223,45 @@ def test_a_turn_waiting_for_its_root_is_looked_at_once_until_a_root_arrives(
     assert health["looks_spared"] >= 3
 
 
+def test_a_root_committed_behind_rows_already_seen_still_ends_the_wait(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """Another writer's root span can commit stamped before rows discovery has already seen:
+    its session looks no newer, but its root count still makes the held session due."""
+    insert, rest, root = _growing_turn(embedded_store, 81)
+
+    async def run() -> tuple[dict[str, Any], list[ActivationsReady]]:
+        finalizer, announced = _announcing(embedded_store, max_wait_s=3600)
+        async with finalizer:
+            insert(rest[:10])
+            await _until(finalizer, lambda h: h["parent_looks"] == 1)
+            spared = finalizer.health()["looks_spared"]
+            insert(rest[10:20])
+            await _until(finalizer, lambda h: h["looks_spared"] > spared)
+            # the root, stamped a millisecond before the newest row discovery has seen (sent
+            # to a project of its own, rebuilt there too, and copied through a table of its own)
+            embedded_store.spans.insert(raw_tables("elsewhere", [root], [])[0])
+            embedded_store.execute("CREATE TABLE root_copy AS spans")
+            embedded_store.execute(
+                "INSERT INTO root_copy SELECT * FROM spans WHERE project_id = 'elsewhere'"
+            )
+            embedded_store.execute(
+                "INSERT INTO spans SELECT * REPLACE ('p' AS project_id, "
+                "(SELECT max(ingested_at) FROM spans WHERE project_id = 'p')"
+                " - toIntervalMillisecond(1) AS ingested_at) FROM root_copy"
+            )
+            async with asyncio.timeout(30):
+                while not [a for a in announced if a.project_id == PROJECT]:
+                    await asyncio.sleep(0.02)
+            return finalizer.health(), announced
+
+    health, announced = asyncio.run(run())
+    [item] = [a for a in announced if a.project_id == PROJECT]
+    assert item.activations  # complete: the turn with its root
+    # two looks at the turn (before its batches, after its root), one at the other project's
+    assert (health["parent_looks"], health["provisional_rebuilds"]) == (3, 0)
+
+
 def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(
     embedded_store: EmbeddedStore,
 ) -> None:
