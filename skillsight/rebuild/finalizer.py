@@ -377,7 +377,8 @@ class Finalizer:
             pending = self._pending[ident]
             self.stats.parent_looks += outcome.looked
             self.stats.looks_spared += ident in held
-            if outcome.looked or outcome.spans:  # what is known starts again here
+            stays = outcome.incomplete or not outcome.settled  # held, or shown provisionally
+            if stays and (outcome.looked or outcome.spans):  # what is known starts again here
                 self._tallies[ident] = SpanTally(outcome.spans, outcome.waits_for_root)
             if outcome.incomplete:  # look again later (cheap while it waits for a root span)
                 if ident in waiting:
