@@ -58,7 +58,7 @@ def runs_among(script: str, calls: list[ToolCall], commands: list[str | None]) -
 
 
 def runs_in(derived: ActivationViews, script: str) -> list[ToolCall]:
-    """:func:`runs_of` over the activation's calls, kept with its views (do not change it)."""
+    """:func:`runs_among` over the activation's calls, kept with its views (do not change it)."""
     runs = derived.script_runs.get(script)
     if runs is None:
         runs = derived.script_runs[script] = runs_among(script, derived.calls, derived.commands)
