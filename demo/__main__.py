@@ -109,8 +109,8 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
-        # idle: every row written so far has been looked at, so this is the final rebuild
-        if found and httpx.get(f"{api}/healthz").json()["rebuild"]["idle"]:
+        # caught up: every row sent is committed and rebuilt, so this is the final rebuild
+        if found and httpx.get(f"{api}/healthz").json()["caught_up"]:
             break
         time.sleep(0.1)
     if not found:

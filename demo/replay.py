@@ -130,11 +130,8 @@ def wait_scored(
     health: dict[str, Any] = {}
     while time.monotonic() < deadline:
         health = get("/healthz")
-        evaluation, rebuild = health.get("evaluation", {}), health.get("rebuild", {})
-        if (
-            evaluation.get("sessions_scored", 0) >= sessions
-            and evaluation.get("idle")
-            and rebuild.get("idle")
+        if health.get("evaluation", {}).get("sessions_scored", 0) >= sessions and health.get(
+            "caught_up"
         ):
             return
         time.sleep(0.1)

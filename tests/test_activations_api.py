@@ -44,7 +44,7 @@ def _wait_for_activations(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found: list[dict[str, Any]] = server.get("/api/v1/activations", session_id=session_id)
-        if found and server.get("/healthz")["rebuild"]["idle"]:
+        if found and server.get("/healthz")["caught_up"]:
             return found
         time.sleep(0.05)
     raise AssertionError(f"no activations for {session_id}: {server.get('/healthz')}")

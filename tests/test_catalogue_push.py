@@ -74,7 +74,7 @@ def wait_scored(server: RunningServer, timeout: float = 120.0) -> dict[str, Any]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         health: dict[str, Any] = server.get("/healthz")
-        if health["evaluation"]["sessions_scored"] >= 1 and health["evaluation"]["idle"]:
+        if health["evaluation"]["sessions_scored"] >= 1 and health["caught_up"]:
             return health
         time.sleep(0.05)
     raise AssertionError(f"not scored within {timeout}s: {server.get('/healthz')}")

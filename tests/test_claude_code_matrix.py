@@ -116,9 +116,8 @@ def played(
         deadline = time.monotonic() + 180
         while True:
             health: dict[str, Any] = server.get("/healthz")
-            evaluation, rebuild = health["evaluation"], health["rebuild"]
-            scored = evaluation["sessions_scored"] >= len(results)
-            if scored and evaluation["idle"] and rebuild["idle"]:
+            scored = health["evaluation"]["sessions_scored"] >= len(results)
+            if scored and health["caught_up"]:
                 break
             assert time.monotonic() < deadline, health
             time.sleep(0.1)

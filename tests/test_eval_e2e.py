@@ -82,8 +82,7 @@ def wait_scored(server: RunningServer, sessions: int, timeout: float = 120.0) ->
         evaluation = health["evaluation"]
         if (
             evaluation["sessions_scored"] + evaluation["store_failures"] >= sessions
-            and evaluation["idle"]
-            and health["rebuild"]["idle"]
+            and health["caught_up"]
         ):
             return health
         time.sleep(0.05)

@@ -83,7 +83,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         while True:
             health = admin_health(server)
             scored = health["evaluation"]["sessions_scored"]
-            if scored >= 3 and health["evaluation"]["idle"] and health["rebuild"]["idle"]:
+            if scored >= 3 and health["caught_up"]:
                 break
             assert time.monotonic() < deadline, health
             time.sleep(0.1)

@@ -134,6 +134,7 @@ class Finalizer:
         self._watermark_us = 0
         self._commits_seen: int | None = None
         self._catching_up = True
+        self._handing_over = 0  # rebuilds not yet handed to every subscriber
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -189,7 +190,7 @@ class Finalizer:
         """Every committed row has been looked at and every session it touched rebuilt (a
         session waiting to settle waits on its agent, not on the finalizer)."""
         caught_up = self.commits is None or self._commits_seen == self.commits()
-        return caught_up and not self.pending and not self._catching_up
+        return caught_up and not self.pending and not self._catching_up and not self._handing_over
 
     def lag_s(self) -> float:
         """How far rebuilding is behind: the seconds since the newest row of the session that
@@ -428,8 +429,14 @@ class Finalizer:
                     )
                 )
         self.stats.incomplete_sessions = sum(1 for o in outcomes if o.incomplete)
+        # not idle until the last is handed over: its session is no longer pending, and a
+        # subscriber that awaits (a full scoring queue) has not taken it yet
+        self._handing_over += len(ready)
         for item in ready:
-            await self._publish(item)
+            try:
+                await self._publish(item)
+            finally:
+                self._handing_over -= 1
 
     async def _publish(self, item: ActivationsReady) -> None:
         for callback in self._subscribers:

@@ -85,8 +85,16 @@ class Services:
     refresher: ReadModelRefresher | None = None
 
     def health(self) -> dict[str, object]:
-        """The state of every service, for ``/healthz`` and the CLI."""
-        health: dict[str, object] = {"role": self.role.name}
+        """The state of every service, for ``/healthz`` and the CLI.
+
+        ``caught_up``: nothing this process accepted is still on its way: every acknowledged
+        row is committed (``rebuild.idle`` alone does not say so: it looks at committed rows
+        only), every session they touched is rebuilt, and every rebuild is scored. Sessions
+        waiting for their agent to settle do not count, as in ``rebuild.idle``."""
+        # Read first, before any service's own state: ingest releases a batch's rows only after
+        # counting them written, so a finalizer that reads idle after this has seen them.
+        held = self.collector.queue.held_rows if self.collector is not None else 0
+        health: dict[str, object] = {"role": self.role.name, "caught_up": False}
         if self.collector is not None:
             health.update(self.collector.health())
         else:
@@ -95,6 +103,11 @@ class Services:
         health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
         health["clustering"] = self.clusterer.health() if self.clusterer else {"enabled": False}
         health["read_models"] = self.refresher.health() if self.refresher else {"enabled": False}
+        health["caught_up"] = (
+            held == 0
+            and (self.finalizer is None or self.finalizer.idle)
+            and (self.scheduler is None or self.scheduler.idle)
+        )
         return health
 
 
