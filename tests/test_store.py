@@ -468,3 +468,32 @@ def test_server_store_serves_many_threads(server_store: ServerStore) -> None:
         thread.join()
     assert errors == []
     assert server_store.query("SELECT count() AS n FROM spans") == [{"n": 16}]
+
+
+def test_answers_the_fast_parser_refuses_are_still_read(store: Store) -> None:
+    """A string ClickHouse cut inside a character (invalid UTF-8) reads with the replacement
+    character, integers past 64 bits and line separators inside strings read as they are, on
+    both transports; and the rows of a query equal the standard parser's."""
+    found = store.query(
+        "SELECT unhex('C328FF') AS cut, {separators:String} AS separators, "
+        "toUInt128('340282366920938463463374607431768211455') AS wide, "
+        "18446744073709551615 AS widest_64, -0.1 AS small, number AS n "
+        "FROM numbers(2) ORDER BY n",
+        {"separators": "a\u2028b\x85c\nd"},
+    )
+    assert found == [
+        {
+            "cut": "\ufffd(\ufffd",
+            "separators": "a\u2028b\x85c\nd",
+            "wide": 2**128 - 1,
+            "widest_64": 2**64 - 1,
+            "small": -0.1,
+            "n": n,
+        }
+        for n in range(2)
+    ]
+    plain = store.query(
+        "SELECT {text:String} AS text, 1.5 AS x, [1, 2] AS xs, map('k', 'v') AS m",
+        {"text": "a\u2028b"},
+    )
+    assert plain == [{"text": "a\u2028b", "x": 1.5, "xs": [1, 2], "m": {"k": "v"}}]

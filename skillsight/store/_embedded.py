@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import chdb
 import pyarrow as pa
 
 from skillsight.errors import StoreError
-from skillsight.store._sql import READ_SETTINGS
+from skillsight.store._sql import READ_SETTINGS, parse_rows
 from skillsight.store._store import LockedStore
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"})
@@ -42,7 +41,7 @@ def _settings_clause(settings: Mapping[str, Any]) -> str:
     return " SETTINGS " + ", ".join(f"{k} = {v}" for k, v in settings.items())
 
 
-# The rows as one JSON array: parsed in one ``json.loads``, with no copy to split them first.
+# The rows as one JSON array: parsed in one call, with no copy to split them first.
 _READ_CLAUSE = _settings_clause({**READ_SETTINGS, "output_format_json_array_of_rows": 1})
 
 
@@ -83,8 +82,7 @@ class EmbeddedStore(LockedStore):
         raw = result.bytes()
         if not raw:
             return []
-        rows: list[dict[str, Any]] = json.loads(raw)
-        return rows
+        return parse_rows(raw)
 
     def query_raw(self, sql: str) -> bytes:
         """The CSV output of a statement run as written (no settings appended)."""

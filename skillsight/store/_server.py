@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from skillsight.errors import ConfigError, StoreError
 from skillsight.store import _migrations
 from skillsight.store._cluster_ddl import ClusterSchema
-from skillsight.store._sql import READ_SETTINGS
+from skillsight.store._sql import READ_SETTINGS, parse_rows
 from skillsight.store._store import Store
 
 # URL scheme -> TLS.
@@ -220,11 +219,9 @@ class ServerStore(Store):
                 settings={**READ_SETTINGS, **self._settings},
                 fmt="JSONEachRow",
             )
-        # Replacement keeps a stray invalid byte from failing a whole read.
-        text = raw.decode("utf-8", errors="replace")
         try:
-            return [json.loads(line) for line in text.splitlines() if line]
-        except json.JSONDecodeError as exc:
+            return parse_rows(raw, array=False)
+        except ValueError as exc:
             raise StoreError(f"unreadable JSONEachRow answer from ClickHouse: {exc}") from exc
 
     def insert_select(

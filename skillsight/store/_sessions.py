@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from skillsight.store._telemetry import EVENT_COLUMNS, SPAN_COLUMNS, EventRow, SpanRow
+from skillsight.store._telemetry import (
+    SESSION_EVENT_COLUMNS,
+    SESSION_SPAN_COLUMNS,
+    SessionEventRow,
+    SessionSpanRow,
+)
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -66,7 +71,7 @@ ORDER BY session_id, trace_id"""
 # Rows of some sessions: by session id, by trace id (a sessionless trace is its own session),
 # or through the traces SESSION_TRACES found.
 _SESSION_SPANS = f"""
-SELECT {SPAN_COLUMNS}
+SELECT {SESSION_SPAN_COLUMNS}
 FROM (
     SELECT * FROM spans
     WHERE project_id = {{project:String}}
@@ -79,7 +84,7 @@ ORDER BY start_time, span_id
 LIMIT {{limit:UInt32}}"""
 
 _SESSION_EVENTS = f"""
-SELECT {EVENT_COLUMNS}
+SELECT {SESSION_EVENT_COLUMNS}
 FROM (
     SELECT * FROM events
     WHERE project_id = {{project:String}}
@@ -161,7 +166,7 @@ class SpanParents(NamedTuple):
     cycle it keeps missing one until a root span arrives, whatever else comes."""
 
 
-SessionRows = tuple[list[SpanRow], list[EventRow]]
+SessionRows = tuple[list[SessionSpanRow], list[SessionEventRow]]
 
 
 class Sessions:

@@ -18,21 +18,27 @@ from skillsight.store.normalize import event_projection, span_projection
 if TYPE_CHECKING:
     from skillsight.store._store import Store
 
-SPAN_COLUMNS = """
-    trace_id, span_id, parent_span_id, name, kind,
+# What a rebuild reads of a session's rows (SessionSpanRow, SessionEventRow): every column but
+# those below, which a listing shows and nothing rebuilds from. Left out, they are a sixth of
+# what a rebuild pass would parse.
+SESSION_SPAN_COLUMNS = """
+    trace_id, span_id, parent_span_id, name,
     toUnixTimestamp64Nano(start_time) AS start_time_unix_nano,
     toUnixTimestamp64Nano(end_time) AS end_time_unix_nano,
-    status_code, status_message, service_name, scope_name, source_convention, operation,
+    status_code, status_message, source_convention, operation,
     session_id, agent, model, tool_name, tool_call_id, skill_name, input, output,
     input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
-    attributes, resource_attributes, span_events, links"""
+    attributes, resource_attributes, span_events"""
+SPAN_COLUMNS = SESSION_SPAN_COLUMNS + ", kind, service_name, scope_name, links"
 
-EVENT_COLUMNS = """
+SESSION_EVENT_COLUMNS = """
     record_id, toUnixTimestamp64Nano(timestamp) AS time_unix_nano, trace_id, span_id,
-    severity_number, severity_text, event_name, body, service_name, scope_name,
-    source_convention, session_id, prompt_id, skill_name, tool_name, tool_call_id, model,
-    input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
+    event_name, source_convention, session_id, prompt_id, skill_name, tool_name, tool_call_id,
+    model, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cost_usd,
     attributes, resource_attributes"""
+EVENT_COLUMNS = (
+    SESSION_EVENT_COLUMNS + ", severity_number, severity_text, body, service_name, scope_name"
+)
 
 _LIST_SPANS = f"""
 SELECT {SPAN_COLUMNS}
@@ -70,20 +76,18 @@ SELECT count() AS rows, uniqExact(session_id, timestamp, record_id) AS events
 FROM events WHERE project_id = {project:String}"""
 
 
-class SpanRow(TypedDict):
-    """A normalized span as stored (one per (trace, span) however often it was exported)."""
+class SessionSpanRow(TypedDict):
+    """A normalized span as a rebuild reads it (``Sessions.rows``): all but what
+    :class:`SpanRow` adds."""
 
     trace_id: str
     span_id: str
     parent_span_id: str
     name: str
-    kind: str
     start_time_unix_nano: int
     end_time_unix_nano: int
     status_code: str
     status_message: str
-    service_name: str
-    scope_name: str
     source_convention: str
     operation: str
     session_id: str
@@ -102,22 +106,26 @@ class SpanRow(TypedDict):
     attributes: dict[str, str]
     resource_attributes: dict[str, str]
     span_events: str
+
+
+class SpanRow(SessionSpanRow):
+    """A normalized span as stored (one per (trace, span) however often it was exported)."""
+
+    kind: str
+    service_name: str
+    scope_name: str
     links: str
 
 
-class EventRow(TypedDict):
-    """A normalized log record as stored."""
+class SessionEventRow(TypedDict):
+    """A normalized log record as a rebuild reads it (``Sessions.rows``): all but what
+    :class:`EventRow` adds."""
 
     record_id: str
     time_unix_nano: int
     trace_id: str
     span_id: str
-    severity_number: int
-    severity_text: str
     event_name: str
-    body: str
-    service_name: str
-    scope_name: str
     source_convention: str
     session_id: str
     prompt_id: str
@@ -132,6 +140,16 @@ class EventRow(TypedDict):
     cost_usd: float
     attributes: dict[str, str]
     resource_attributes: dict[str, str]
+
+
+class EventRow(SessionEventRow):
+    """A normalized log record as stored."""
+
+    severity_number: int
+    severity_text: str
+    body: str
+    service_name: str
+    scope_name: str
 
 
 class Spans:
