@@ -12,6 +12,8 @@ from rich.console import Console
 from benchmarks.scorecard import run_scorecard_bench, skill_names, zipf_counts
 from skillsight.errors import SkillsightError
 
+pytestmark = pytest.mark.slow
+
 ACTIVATIONS = 3000
 SKILLS = 20
 

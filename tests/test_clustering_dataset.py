@@ -45,6 +45,8 @@ from skillsight.reports import set_cluster_status
 from skillsight.runtime import Services, build_services
 from skillsight.store import EmbeddedStore
 
+pytestmark = pytest.mark.slow
+
 PROJECT = "acme"
 PER_PATTERN = 50
 DAY_US = 86_400_000_000

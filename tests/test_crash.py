@@ -26,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+pytestmark = pytest.mark.slow
 
 SPANS, PER_REQUEST, EXPORTERS = 50_000, 500, 4
 DEADLINE_S = 240.0

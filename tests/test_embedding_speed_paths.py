@@ -23,6 +23,8 @@ from skillsight.evaluators import (
 from skillsight.evaluators._skill_selection import FIT, SkillSelectionEvaluator, skill_text
 from skillsight.store.records import Activation
 
+pytestmark = pytest.mark.slow
+
 ACTIVATIONS = 240
 EDGE = 5e-3
 """How far bfloat16 moves a similarity, at most (measured: up to 0.004)."""

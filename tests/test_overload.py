@@ -30,6 +30,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.support.otlp_builders import export_request, span
 from tests.support.serve import RunningServer, running_server
 
+pytestmark = pytest.mark.slow
+
 PROTOBUF = {"content-type": "application/x-protobuf"}
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

@@ -25,6 +25,8 @@ from skillsight.store import EmbeddedStore, ServerStore
 from tests.support.chdb_http import ChdbHttpServer
 from tests.support.lift_by_hand import by_hand, stored_rows
 
+pytestmark = pytest.mark.slow
+
 AGENT = f"{sys.executable} {Path(__file__).parents[1] / 'demo' / 'otlp_agent.py'}"
 SKILL = "csv-summary"
 # a quicker service than the defaults: rows flushed, sessions found quiet and rebuilt sooner

@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.eval import synthetic_activations
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import (
@@ -26,6 +28,8 @@ from skillsight.runtime import build_services
 from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
 from skillsight.store._rollups import CLOCK_MARGIN_US
 from skillsight.store.records import Activation
+
+pytestmark = pytest.mark.slow
 
 PROJECT = "p"
 SKILLS = skill_names(4)

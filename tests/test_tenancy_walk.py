@@ -32,6 +32,8 @@ from tests.harness.scenario_captures import load_capture
 from tests.support.serve import RunningServer, running_server
 from tests.support.tenants import KEY, MARK, SKILL, marker_session, post_as
 
+pytestmark = pytest.mark.slow
+
 KEYS = "key-a:alpha,key-a-ingest:alpha:ingest,key-b:beta,key-ops:ops:admin"
 # Commands that start services, write or need more than a read: not walked.
 NOT_READS = {
