@@ -141,7 +141,14 @@ def test_touched_sessions_and_session_rows(store: Store) -> None:
     assert store.sessions.keys("p2") == []
     spans, events = store.sessions.rows("p1", CAPTURED_SESSION)
     assert (len(spans), len(events)) == (11, 18)
-    assert spans == store.spans.find("p1", session_id=CAPTURED_SESSION)
+    # the listing's rows, but for the columns no rebuild reads (left out of a session's rows)
+    listed = store.spans.find("p1", session_id=CAPTURED_SESSION)
+    unread = {"kind", "service_name", "scope_name", "links"}
+    assert spans == [{k: v for k, v in row.items() if k not in unread} for row in listed]
+    assert unread <= set(listed[0]) and not unread & set(spans[0])
+    found = store.events.find("p1", session_id=CAPTURED_SESSION)
+    unread = {"severity_number", "severity_text", "body", "service_name", "scope_name"}
+    assert events == [{k: v for k, v in row.items() if k not in unread} for row in found]
     assert store.sessions.rows("p2", CAPTURED_SESSION) == ([], [])
     assert store.sessions.rows_of("p1", [CAPTURED_SESSION, "no-such-session"]) == {
         CAPTURED_SESSION: (spans, events),

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -584,7 +585,9 @@ def test_a_worker_process_rebuilds_what_collectors_wrote(server_store: ServerSto
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=60)
     assert worker.returncode == 0, output
-    assert "rebuilt 1 sessions (0 errors)" in output
+    # once, or twice when the worker's quiet period passed between the two inserts (a loaded
+    # machine): a rebuild after the spans, then one with the log events
+    assert re.search(r"rebuilt [12] sessions \(0 errors\)", output), output
 
 
 @pytest.mark.parametrize("text", ["2", "2/2", "-1/2", "a/b", "1/0"])

@@ -429,9 +429,7 @@ class Finalizer:
                     )
                 )
         self.stats.incomplete_sessions = sum(1 for o in outcomes if o.incomplete)
-        # not idle until the last is handed over: its session is no longer pending, and a
-        # subscriber that awaits (a full scoring queue) has not taken it yet
-        self._handing_over += len(ready)
+        self._handing_over += len(ready)  # not idle until each is taken (a queue may be full)
         for item in ready:
             try:
                 await self._publish(item)
