@@ -28,7 +28,7 @@ demo: $(STAMP)
 ## one worker process per core (at most 4); a test file runs whole in one worker, so a module's
 ## fixtures (a running service, a played Claude Code session) are set up once
 test: $(STAMP)
-	$(PY) -m pytest -n auto --maxprocesses 4 --dist loadfile
+	$(PY) -m pytest -n logical --maxprocesses 4 --dist loadfile
 
 ## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
 ## ingest (with durable acknowledgements, next to the rate before them), decoder fuzzing,
