@@ -63,15 +63,3 @@ import os  # noqa: E402
 
 os.environ.setdefault("SKILLSIGHT_INSTRUMENTATION_STRICT", "1")
 # ---- end of instrumentation ----------------------------------------------------------------
-
-
-# ---- order: files with slow tests first ----------------------------------------------------------
-# `make test`'s workers take whole files (pytest-xdist, --dist loadfile); handing out the long
-# ones first keeps one from starting last while the other workers sit idle. Otherwise the order
-# is pytest's.
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
-
-
-# ---- end of order ------------------------------------------------------------------------------
