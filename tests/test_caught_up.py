@@ -17,15 +17,19 @@ from typing import Any
 
 from skillsight.config import Settings
 from skillsight.ingest import otlp
+from skillsight.rebuild.finalizer import ActivationsReady, Finalizer
 from skillsight.rebuild.session import rebuild_session
 from skillsight.runtime import Services, build_services
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
-CLAUDE_CODE = Path(__file__).parent / "fixtures" / "captures" / "scenarios" / "two_skills"
+CAPTURES = Path(__file__).parent / "fixtures" / "captures"
+TWO_SKILLS = CAPTURES / "scenarios" / "two_skills" / "claude_code"
 DEADLINE_S = 240.0
 
 
 def _requests() -> list[tuple[str, bytes]]:
-    folder = CLAUDE_CODE / "claude_code"
+    folder = TWO_SKILLS
     return [
         (otlp.TRACES, (folder / "traces.json").read_bytes()),
         (otlp.LOGS, (folder / "logs.json").read_bytes()),
@@ -105,3 +109,43 @@ def test_caught_up_waits_for_acknowledged_rows_their_rebuild_and_their_scores(
     assert [a.skill_name for a in found] and len(found) == len(after["fresh"])
     assert {a.activation_id for a in found} == {a.activation_id for a in after["fresh"]}
     assert all(after["scores"].get(a.activation_id) for a in found), after["scores"]
+
+
+def test_the_finalizer_is_not_idle_until_its_rebuild_is_taken(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """A rebuilt session leaves the finalizer's pending sessions before a subscriber takes it;
+    while the subscriber waits (a full scoring queue), the finalizer is not idle."""
+    folder = CAPTURES / "claude_code"
+    limits = otlp.Limits()
+    spans = otlp.decode(otlp.TRACES, (folder / "traces.pb").read_bytes(), "protobuf", "p", limits)
+    events = otlp.decode(otlp.LOGS, (folder / "logs.pb").read_bytes(), "protobuf", "p", limits)
+    embedded_store.spans.insert(spans.columns.to_arrow(SPAN_SCHEMA))
+    embedded_store.events.insert(events.columns.to_arrow(EVENT_SCHEMA))
+
+    async def run() -> tuple[bool, int, bool, list[ActivationsReady]]:
+        entered, release = asyncio.Event(), asyncio.Event()
+        taken: list[ActivationsReady] = []
+
+        async def full_queue(item: ActivationsReady) -> None:
+            entered.set()
+            await release.wait()
+            taken.append(item)
+
+        finalizer = Finalizer(embedded_store, quiet_s=0.05, poll_s=0.02, max_wait_s=0.0)
+        finalizer.subscribe(full_queue)
+        async with finalizer:
+            async with asyncio.timeout(DEADLINE_S):
+                await entered.wait()
+            waiting_idle, pending = finalizer.idle, finalizer.pending
+            release.set()
+            async with asyncio.timeout(DEADLINE_S):
+                while not finalizer.idle:
+                    await asyncio.sleep(0.02)
+            return waiting_idle, pending, finalizer.idle, taken
+
+    waiting_idle, pending, idle, taken = asyncio.run(run())
+    assert pending == 0  # the session is rebuilt: nothing pending keeps the finalizer busy
+    assert waiting_idle is False  # yet its rebuild is not handed over
+    assert idle is True
+    assert [item.session_id for item in taken] and taken[0].activations
