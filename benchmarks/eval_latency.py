@@ -90,11 +90,12 @@ def _caught_up(server: _Server, timeout_s: float) -> dict[str, Any]:
     """/healthz once the service has nothing on its way: the last session's scores can be
     visible through the API a moment before the counters that report them are updated."""
     deadline = time.perf_counter() + timeout_s
-    while True:
+    while time.perf_counter() < deadline:
         health: dict[str, Any] = server.get("/healthz")
-        if health.get("caught_up") or time.perf_counter() > deadline:
+        if health.get("caught_up"):
             return health
         time.sleep(_POLL_S)
+    raise SkillsightError(f"the service did not catch up within {timeout_s} s")
 
 
 def run_eval_latency_bench(

@@ -91,10 +91,14 @@ class Services:
         row is committed (``rebuild.idle`` alone does not say so: it looks at committed rows
         only), every session they touched is rebuilt, and every rebuild is scored. Sessions
         waiting for their agent to settle do not count, as in ``rebuild.idle``."""
-        # Read first, before any service's own state: ingest releases a batch's rows only after
-        # counting them written, so a finalizer that reads idle after this has seen them.
-        held = self.collector.queue.held_rows if self.collector is not None else 0
-        health: dict[str, object] = {"role": self.role.name, "caught_up": False}
+        # The queue first: ingest releases a batch's rows only after counting them written, so
+        # a finalizer that reads idle after this has seen them.
+        caught_up = (
+            (self.collector is None or self.collector.queue.held_rows == 0)
+            and (self.finalizer is None or self.finalizer.idle)
+            and (self.scheduler is None or self.scheduler.idle)
+        )
+        health: dict[str, object] = {"role": self.role.name, "caught_up": caught_up}
         if self.collector is not None:
             health.update(self.collector.health())
         else:
@@ -103,11 +107,6 @@ class Services:
         health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
         health["clustering"] = self.clusterer.health() if self.clusterer else {"enabled": False}
         health["read_models"] = self.refresher.health() if self.refresher else {"enabled": False}
-        health["caught_up"] = (
-            held == 0
-            and (self.finalizer is None or self.finalizer.idle)
-            and (self.scheduler is None or self.scheduler.idle)
-        )
         return health
 
 
