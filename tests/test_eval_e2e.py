@@ -363,6 +363,11 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
 
     with running_server(data, env=env) as running:
         server = dataclasses.replace(running, headers={"x-skillsight-key": ADMIN_KEY})
+        # The model was loaded before the receivers opened: loading it beside them stalled
+        # exports for seconds on a busy machine, and a Claude Code whose log export was still
+        # waiting at exit (it gives its flush 2 s) lost its events, so skipped_script was
+        # scored without its tool inputs.
+        assert server.get("/healthz")["evaluation"]["embedding_model"] == "loaded"
         results = dict(zip(SCENARIOS, asyncio.run(play_all(server.otlp_http)), strict=True))
         for name, result in results.items():
             assert mismatches(result) == [], name

@@ -197,7 +197,10 @@ class Settings:
         1, "int", "worker processes splitting the work by hash (every worker must agree on it)"
     )
     eval_warm_up: bool = _setting(
-        True, "bool", "skillsight serve loads the embedding model at start, not at the first score"
+        True,
+        "bool",
+        "skillsight serve loads the embedding model at start, before it listens, not at the first "
+        "score",
     )
     scorecard_refresh_s: float = _setting(
         5.0,

@@ -183,7 +183,10 @@ class EvaluationScheduler:
         self.assembler = assembler or ContextAssembler(store)
         self.drain_timeout_s = drain_timeout_s
         self.warm_up = warm_up
-        self._warming: asyncio.Task[None] | None = None
+        selects = "skill_selection" in self.policies
+        self.embedding_model = "loaded on first use (warm-up off)" if selects else "not used"
+        """What ``/healthz`` says of the embedding model: not used, loaded on first use, loaded,
+        or why it did not load. With warm-up, it is loaded before the service listens."""
         self.stats = SchedulerStats()
         self._queue: asyncio.Queue[ActivationsReady] = asyncio.Queue(queue_max)
         self._busy = 0
@@ -199,8 +202,11 @@ class EvaluationScheduler:
 
     async def __aenter__(self) -> EvaluationScheduler:
         if self.warm_up and "skill_selection" in self.policies:
-            # Loading the model takes seconds; done now, the first activation is not held up.
-            self._warming = asyncio.create_task(self._warm_up(), name="skillsight-embedder")
+            # Loaded before anything listens, not beside it: importing torch and loading the
+            # model hold the interpreter's lock for up to a second at a time, long enough for
+            # an exporter's request to wait seconds on a busy machine (Claude Code gives its
+            # final flush 2 s at exit). The first activation is not held up either.
+            await self._warm_up()
         self._tasks = [
             asyncio.create_task(self._work(), name=f"skillsight-evaluation-{i}")
             for i in range(self.concurrency)
@@ -217,8 +223,6 @@ class EvaluationScheduler:
             await asyncio.wait_for(self._queue.join(), self.drain_timeout_s)
         except TimeoutError:
             log.error("evaluation scheduler left %d sessions unscored", self._queue.qsize())
-        if self._warming is not None:
-            await self._warming  # the loading thread cannot be interrupted anyway
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -233,6 +237,9 @@ class EvaluationScheduler:
             await asyncio.to_thread(default_embedder().embed, ["warm-up"])
         except SkillsightError as exc:  # scoring reports it per activation later
             log.warning("the embedding model did not load: %s", exc)
+            self.embedding_model = f"did not load: {exc}"[:300]
+        else:
+            self.embedding_model = "loaded"
 
     async def submit(self, item: ActivationsReady) -> None:
         """The finalizer's subscriber: queue a rebuilt session (waits while the queue is full)."""
@@ -284,6 +291,7 @@ class EvaluationScheduler:
             "enabled": True,
             "idle": self.idle,
             "evaluators": list(self.policies),
+            "embedding_model": self.embedding_model,
             "worker": list(self.worker),
             "queued_sessions": self._queue.qsize(),
             "lag_s": round(self.lag_s(), 3),
