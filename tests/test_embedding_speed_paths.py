@@ -35,22 +35,32 @@ def pair() -> tuple[MiniLMEmbedder, MiniLMEmbedder]:
     return MiniLMEmbedder(precision="float32"), MiniLMEmbedder(precision="bfloat16")
 
 
-def test_bfloat16_vectors_stay_within_float32s(pair: tuple[MiniLMEmbedder, ...]) -> None:
+@pytest.fixture(scope="module")
+def cached(pair: tuple[MiniLMEmbedder, ...]) -> tuple[CachedEmbedder, CachedEmbedder]:
+    """The pair behind caches the module shares: each text is embedded once per precision
+    (bfloat16 is emulated, ten times slower, on a CPU without bfloat16 units)."""
     fp32, bf16 = pair
+    return CachedEmbedder(fp32), CachedEmbedder(bf16)
+
+
+def test_bfloat16_vectors_stay_within_float32s(
+    pair: tuple[MiniLMEmbedder, ...], cached: tuple[CachedEmbedder, ...]
+) -> None:
     activations, _ = synthetic_activations(ACTIVATIONS)
     texts = sorted(
         {a.request for a in activations}
         | {skill_text(s.name, s.description) for s in activations[0].visible_skills}
     )
+    fp32, bf16 = cached
     a, b = np.stack(fp32.embed(texts)), np.stack(bf16.embed(texts))
-    assert bf16.bfloat16 and not fp32.bfloat16
+    assert pair[1].bfloat16 and not pair[0].bfloat16
     assert float((a * b).sum(axis=1).min()) > 0.9995
     assert float(np.abs(a - b).max()) < 5e-3
     assert not np.array_equal(a, b)  # the bfloat16 path ran
 
 
 def test_skill_selection_verdicts_are_the_same_in_both_precisions(
-    pair: tuple[MiniLMEmbedder, ...],
+    cached: tuple[CachedEmbedder, ...],
 ) -> None:
     activations, _ = synthetic_activations(ACTIVATIONS)
     names = [s.name for s in activations[0].visible_skills]
@@ -63,16 +73,15 @@ def test_skill_selection_verdicts_are_the_same_in_both_precisions(
     ]
     registry = deterministic_registry()
     verdicts = []
-    for embedder in pair:
-        context = EvaluationContext(embedder=CachedEmbedder(embedder))
+    for embedder in cached:
+        context = EvaluationContext(embedder=embedder)
         found = run_evaluators(activations, context, registry=registry, names=["skill_selection"])
         verdicts.append({e.activation_id: e for e in found})
     fp32, bf16 = verdicts
     assert fp32.keys() == bf16.keys() and len(fp32) == ACTIVATIONS
     labels = {e.label for e in fp32.values()}
     assert len(labels) > 1  # the requests are not all judged alike
-    float32 = CachedEmbedder(pair[0])
-    edges = {a.activation_id for a in activations if _on_an_edge(a, float32)}
+    edges = {a.activation_id for a in activations if _on_an_edge(a, cached[0])}
     threshold = SkillSelectionEvaluator.threshold
     edges |= {k for k, e in fp32.items() if e.score is not None and abs(e.score - threshold) < 0.05}
     assert len(edges) <= ACTIVATIONS // 10  # the few on an edge; the rest are compared
