@@ -131,13 +131,16 @@ def test_package_is_typed_and_lint_clean() -> None:
 def test_instrumentation_imports_with_only_the_base_install(tmp_path: Path) -> None:
     """`pip install skillsight` (no extras) is enough for the in-process instrumentation."""
     env_dir = tmp_path / "base-venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    # no pip of its own (ensurepip costs ~7 CPU-s): this environment's pip installs into it
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     install = run(
-        str(python),
+        sys.executable,
         "-m",
         "pip",
+        "--python",
+        str(python),
         "install",
         "-q",
         "--disable-pip-version-check",
