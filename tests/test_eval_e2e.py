@@ -367,7 +367,7 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
         # exports for seconds on a busy machine, and a Claude Code whose log export was still
         # waiting at exit (it gives its flush 2 s) lost its events, so skipped_script was
         # scored without its tool inputs.
-        assert server.get("/healthz")["evaluation"]["embedding_model"] == "loaded"
+        assert server.get("/healthz")["evaluation"]["loaded"] == {"skill_selection": "loaded"}
         results = dict(zip(SCENARIOS, asyncio.run(play_all(server.otlp_http)), strict=True))
         for name, result in results.items():
             assert mismatches(result) == [], name

@@ -22,8 +22,8 @@ import pytest
 
 from demo.scenario_library import build_scenario
 from skillsight.config import Settings
-from skillsight.errors import ConfigError
-from skillsight.evaluators import Evaluation
+from skillsight.errors import ConfigError, EvaluatorError
+from skillsight.evaluators import DETERMINISTIC, Evaluation
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._registry import Registry
@@ -588,3 +588,54 @@ def test_the_api_marks_scores_of_an_earlier_rebuild_stale(
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, True)}
     run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [second]))
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(second.rebuilt_at, False)}
+
+
+class _Loading(Evaluator):
+    """Scores 1; loads something first (a model, a library), or fails to."""
+
+    version = "1"
+    summary = "a test evaluator with something to load"
+
+    def __init__(self, name: str, failure: str = "") -> None:
+        self.name = name  # type: ignore[misc]  # one class, two registered names
+        self.failure = failure
+        self.loads = 0
+
+    def load(self) -> None:
+        self.loads += 1
+        if self.failure:
+            raise EvaluatorError(self.failure)
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        return self.result(activation, 1.0, "ok", "ok")
+
+
+def test_warm_up_loads_each_evaluators_needs_before_scoring_starts(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """What the chosen evaluators load (the embedding model, litellm) is loaded when the
+    scheduler is entered, so a service loads it before its receivers listen; one that cannot
+    load says why in /healthz and scoring goes on; without warm-up nothing is loaded early."""
+    model, broken = _Loading("model"), _Loading("broken", failure="no such model")
+    registry = Registry([model, broken, _Held("")])
+
+    async def entered(warm_up: bool) -> dict[str, object]:
+        async with EvaluationScheduler(
+            embedded_store, registry=registry, warm_up=warm_up
+        ) as scheduler:
+            return scheduler.health()
+
+    health = run(entered(warm_up=True))
+    assert (model.loads, broken.loads) == (1, 1)
+    assert health["loaded"] == {"model": "loaded", "broken": "did not load: no such model"}
+    health = run(entered(warm_up=False))
+    assert (model.loads, broken.loads) == (1, 1)
+    assert health["loaded"] == {
+        "model": "on first use (warm-up off)",
+        "broken": "on first use (warm-up off)",
+    }
+    # the service's own evaluators: skill_selection loads the model, a judge loads litellm
+    judge_settings = Settings(judge_model="openai/scripted", judge_api_base="http://127.0.0.1:9")
+    scheduler = build_scheduler(embedded_store, judge_settings)
+    judges = set(scheduler.registry.names) - set(DETERMINISTIC)
+    assert judges and set(scheduler.loaded) == {"skill_selection", *judges}

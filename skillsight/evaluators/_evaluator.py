@@ -47,6 +47,11 @@ class Evaluator(ABC):
         """Cheap filter on the activation alone; the scheduler skips what it rejects."""
         return True
 
+    def load(self) -> None:  # noqa: B027 - an optional hook: most evaluators load nothing
+        """Load now what scoring would load on first use and that takes seconds (a model, a
+        client library), so that a service does it before it listens; raises
+        :class:`~skillsight.errors.SkillsightError` when that cannot be loaded."""
+
     def prepare(  # noqa: B027 - an optional hook: most evaluators need no warm-up
         self, activations: Sequence[Activation], context: EvaluationContext
     ) -> None:

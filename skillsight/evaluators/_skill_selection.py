@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext
 from skillsight.evaluators._embedding import Embedder, cosine
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
@@ -77,6 +77,10 @@ class SkillSelectionEvaluator(Evaluator):
 
             self._embedder = default_embedder()
         return self._embedder
+
+    def load(self) -> None:
+        """The embedding model (imports torch and sentence-transformers: seconds of CPU)."""
+        self._embedder_for(EMPTY_CONTEXT).embed(["warm-up"])
 
     def prepare(self, activations: Sequence[Activation], context: EvaluationContext) -> None:
         """Embed every request and skill text of the batch in one call (fills the cache)."""

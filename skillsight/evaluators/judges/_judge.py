@@ -32,7 +32,7 @@ from skillsight.evaluators import (
 )
 from skillsight.evaluators.judges._budget import SpendCap
 from skillsight.evaluators.judges._cache import CacheKey, VerdictCache, inputs_hash
-from skillsight.evaluators.judges._client import JudgeCallError, JudgeClient
+from skillsight.evaluators.judges._client import JudgeCallError, JudgeClient, litellm_module
 from skillsight.evaluators.judges._context import JudgeContext
 from skillsight.evaluators.judges._credit import credit
 from skillsight.evaluators.judges._fence import PLACEHOLDER, new_boundary, seal
@@ -87,6 +87,10 @@ class JudgeEvaluator(Evaluator):
         return judge
 
     # -- what the scheduler asks ------------------------------------------------------------
+
+    def load(self) -> None:
+        """litellm (seconds to import; imported once per process)."""
+        litellm_module()
 
     def applies_to(self, activation: Activation) -> bool:
         return not self._missing(activation)

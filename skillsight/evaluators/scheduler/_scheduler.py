@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from skillsight.errors import ConfigError, SkillsightError
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import ERROR, Evaluation
 from skillsight.evaluators._registry import Registry, deterministic_registry, run_evaluators
 from skillsight.evaluators._views import shared_views
@@ -183,10 +184,12 @@ class EvaluationScheduler:
         self.assembler = assembler or ContextAssembler(store)
         self.drain_timeout_s = drain_timeout_s
         self.warm_up = warm_up
-        selects = "skill_selection" in self.policies
-        self.embedding_model = "loaded on first use (warm-up off)" if selects else "not used"
-        """What ``/healthz`` says of the embedding model: not used, loaded on first use, loaded,
-        or why it did not load. With warm-up, it is loaded before the service listens."""
+        # The chosen evaluators with something to load (a model, a client library).
+        chosen = {n: type(self.registry.get(n)) for n in self.policies}
+        loading = [n for n, kind in chosen.items() if kind.load is not Evaluator.load]
+        self.loaded: dict[str, str] = dict.fromkeys(loading, "on first use (warm-up off)")
+        """Per evaluator that loads something, what ``/healthz`` says of it: ``loaded``, on first
+        use, or why it did not load. With warm-up, each is loaded before the service listens."""
         self.stats = SchedulerStats()
         self._queue: asyncio.Queue[ActivationsReady] = asyncio.Queue(queue_max)
         self._busy = 0
@@ -201,11 +204,12 @@ class EvaluationScheduler:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> EvaluationScheduler:
-        if self.warm_up and "skill_selection" in self.policies:
+        if self.warm_up:
             # Loaded before anything listens, not beside it: importing torch and loading the
-            # model hold the interpreter's lock for up to a second at a time, long enough for
-            # an exporter's request to wait seconds on a busy machine (Claude Code gives its
-            # final flush 2 s at exit). The first activation is not held up either.
+            # model hold the interpreter's lock for up to a second at a time (litellm's import
+            # for a quarter), long enough for an exporter's request to wait seconds on a busy
+            # machine (Claude Code gives its final flush 2 s at exit). The first activation
+            # is not held up either.
             await self._warm_up()
         self._tasks = [
             asyncio.create_task(self._work(), name=f"skillsight-evaluation-{i}")
@@ -231,15 +235,14 @@ class EvaluationScheduler:
         self._tasks = []
 
     async def _warm_up(self) -> None:
-        from skillsight.evaluators._embedding import default_embedder
-
-        try:
-            await asyncio.to_thread(default_embedder().embed, ["warm-up"])
-        except SkillsightError as exc:  # scoring reports it per activation later
-            log.warning("the embedding model did not load: %s", exc)
-            self.embedding_model = f"did not load: {exc}"[:300]
-        else:
-            self.embedding_model = "loaded"
+        for name in self.loaded:
+            try:
+                await asyncio.to_thread(self.registry.get(name).load)
+            except SkillsightError as exc:  # scoring reports it per activation later
+                log.warning("%s did not load what it needs: %s", name, exc)
+                self.loaded[name] = f"did not load: {exc}"[:300]
+            else:
+                self.loaded[name] = "loaded"
 
     async def submit(self, item: ActivationsReady) -> None:
         """The finalizer's subscriber: queue a rebuilt session (waits while the queue is full)."""
@@ -291,7 +294,7 @@ class EvaluationScheduler:
             "enabled": True,
             "idle": self.idle,
             "evaluators": list(self.policies),
-            "embedding_model": self.embedding_model,
+            "loaded": dict(self.loaded),
             "worker": list(self.worker),
             "queued_sessions": self._queue.qsize(),
             "lag_s": round(self.lag_s(), 3),
