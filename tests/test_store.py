@@ -14,8 +14,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from skillsight.errors import ConfigError, StoreError
-from skillsight.store import EmbeddedStore, ServerAddress, ServerStore, Store, rows
+from skillsight.errors import ConfigError, MigrationError, StoreError
+from skillsight.store import EmbeddedStore, ServerAddress, ServerStore, Store, _migrations, rows
+from skillsight.store._migrations import migrations, statements
 from tests.support.chdb_http import ChdbHttpServer
 
 T0 = 1_748_779_200_000_000_000  # 2025-06-01 12:00:00 UTC, in nanoseconds
@@ -104,6 +105,41 @@ def test_migrations_apply_once_and_are_recorded(store: Store) -> None:
     names = migration_names()
     assert recorded == [{"version": i + 1, "name": name} for i, name in enumerate(names)]
     assert store.query("SELECT count() AS n FROM schema_migrations") == [{"n": len(names)}]
+
+
+def test_every_migration_statement_can_run_again(store: Store) -> None:
+    """Migrations are recorded together after they ran, so a crash in between runs them again:
+    each statement must leave the schema as it was when applied a second time."""
+
+    def schema() -> list[dict[str, Any]]:
+        return store.query(
+            "SELECT name, create_table_query FROM system.tables "
+            "WHERE database = currentDatabase() ORDER BY name"
+        )
+
+    before = schema()
+    for _, _, sql in migrations():
+        for statement in statements(sql):
+            store.execute(statement)
+    assert schema() == before
+
+
+def test_a_failed_migration_keeps_the_record_of_those_before_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = migrations()
+    broken = (len(real) + 1, "9999_broken.sql", "ALTER TABLE no_such_table ADD COLUMN x String")
+    monkeypatch.setattr(_migrations, "migrations", lambda: [*real, broken])
+    embedded = EmbeddedStore(tmp_path / "fresh")
+    try:
+        with pytest.raises(MigrationError, match=r"9999_broken\.sql"):
+            embedded.migrate()
+        recorded = embedded.query("SELECT name FROM schema_migrations FINAL ORDER BY version")
+        assert [r["name"] for r in recorded] == migration_names()
+        monkeypatch.setattr(_migrations, "migrations", lambda: real)
+        assert embedded.migrate() == []
+    finally:
+        embedded.close()
 
 
 def test_a_new_store_applies_every_migration(tmp_path: Any, chdb_http: ChdbHttpServer) -> None:

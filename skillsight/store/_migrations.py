@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from importlib import resources
@@ -31,23 +32,39 @@ def migrate(store: Store, cluster: ClusterSchema | None = None) -> list[str]:
             "ENGINE = ReplacingMergeTree ORDER BY version"
         )
     done = {int(r["version"]) for r in store.query("SELECT version FROM schema_migrations")}
-    applied: list[str] = []
-    for version, name, sql in migrations():
-        if version in done:
-            continue
-        try:
-            for statement in statements(sql):
-                for executed in cluster.statements(statement) if cluster else [statement]:
-                    store.execute(executed)
-        except Exception as exc:
-            raise MigrationError(f"migration {name} failed: {exc}") from exc
-        store.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES ({v:UInt32}, {n:String})",
-            {"v": version, "n": name},
-        )
-        log.info("applied migration %s", name)
-        applied.append(name)
-    return applied
+    applied: list[tuple[int, str]] = []
+    # Recorded together (one insert, not one per migration: each is a part, ~12 ms on the
+    # embedded store, a third of a fresh store's migration), those before a failure too. Every
+    # statement is idempotent (a test applies them all twice), so a crash before the insert
+    # only means they run again.
+    try:
+        for version, name, sql in migrations():
+            if version in done:
+                continue
+            try:
+                for statement in statements(sql):
+                    for executed in cluster.statements(statement) if cluster else [statement]:
+                        store.execute(executed)
+            except Exception as exc:
+                raise MigrationError(f"migration {name} failed: {exc}") from exc
+            log.info("applied migration %s", name)
+            applied.append((version, name))
+    except BaseException:
+        with contextlib.suppress(Exception):  # the failure above is the one to report
+            _record(store, applied)
+        raise
+    _record(store, applied)
+    return [name for _, name in applied]
+
+
+def _record(store: Store, applied: list[tuple[int, str]]) -> None:
+    if not applied:
+        return
+    values = ", ".join(f"({{v{i}:UInt32}}, {{n{i}:String}})" for i in range(len(applied)))
+    params: dict[str, object] = {}
+    for i, (version, name) in enumerate(applied):
+        params[f"v{i}"], params[f"n{i}"] = version, name
+    store.execute(f"INSERT INTO schema_migrations (version, name) VALUES {values}", params)
 
 
 def planned(cluster: ClusterSchema | None = None) -> list[tuple[str, str]]:
