@@ -376,7 +376,14 @@ def test_live_claude_code_runs_of_every_scenario_are_scored_and_gated(tmp_path: 
             activation = activation_of(server, name)
             assert activation["session_id"] == result.session_id
             verdicts = {e["evaluator"]: e for e in activation["evaluations"]}
-            assert {e: v["passed"] for e, v in verdicts.items()} == expected_verdicts(name), name
+            # When not: whether the CLI's log records arrived at all tells a telemetry loss
+            # (its exit flush) from a wrong verdict.
+            events = get(server, name, "/api/v1/events", session_id=result.session_id)
+            assert {e: v["passed"] for e, v in verdicts.items()} == expected_verdicts(name), (
+                name,
+                f"{len(events)} log records stored for the session",
+                {e: v["reason"] for e, v in verdicts.items()},
+            )
             done = cli(
                 "gate", "--api", server.api, "--key", KEYS[name],
                 "--skill", activation["skill_name"], *GATE,
