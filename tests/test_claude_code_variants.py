@@ -431,3 +431,18 @@ def test_each_source_reports_what_its_sessions_arrive_without(loaded: Loaded) ->
     # the SDK instrumentor reports no working directory (evaluators infer it from the skill
     # folder Claude Code announces in the Skill result)
     assert oi["without_workspace"] == len(NAMES)
+
+
+def test_sessions_whose_log_records_never_came_are_told_apart(loaded: Loaded) -> None:
+    """Spans without any log record (the logs exporter off, or Claude Code exiting before its
+    last export left: it allows 2 s) are one gap, not advice to turn on prompt and tool-detail
+    logging that may well be on."""
+    visibility = Visibility()
+    for name in NAMES:
+        spans, _ = loaded.rows(f"{name}.claude_code")
+        visibility.observe(name, rebuild_session(spans, [], project_id=name).trajectory)
+    native: Any = visibility.to_json()["claude_code"]
+    assert native["sessions"] == native["without_logs"] == len(NAMES)
+    assert (native["without_prompts"], native["without_tool_input"]) == (0, 0)
+    assert native["advice"][0] == GAPS["logs"]
+    assert not any("OTEL_LOG_USER_PROMPTS" in a or "TOOL_DETAILS" in a for a in native["advice"])

@@ -25,6 +25,9 @@ __all__ = ["GAPS", "SourceVisibility", "Visibility", "gaps_of"]
 _NO_OUTPUT_EXPECTED = frozenset({"Skill", "Task", "Agent"})
 
 GAPS: dict[str, str] = {
+    "logs": "sessions arrive with spans but no log records (Claude Code: OTEL_LOGS_EXPORTER=otlp; "
+    "when it is set, the agent exited before they were sent, as Claude Code allows its "
+    "telemetry 2 s at exit, or they could not reach the collector)",
     "tool_output": "sessions arrive without tool output (Claude Code: OTEL_LOG_TOOL_CONTENT=1)",
     "tool_input": "sessions arrive without tool inputs (Claude Code: OTEL_LOG_TOOL_DETAILS=1)",
     "prompts": "sessions arrive without prompt or response text "
@@ -75,6 +78,9 @@ def gaps_of(trajectory: atif.Trajectory) -> set[str]:
         gaps.add("workspace")
     if extra.get("source_convention") == "claude_code" and agent_steps and not with_request_id:
         gaps.add("request_id")
+    if extra.get("logs_received") is False:
+        # texts and tool inputs travel in the log records: their settings may well be on
+        gaps = (gaps - {"prompts", "tool_input"}) | {"logs"}
     return gaps
 
 

@@ -108,6 +108,7 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
     name_unnamed_skills(draft)
     draft.model = next((s.model for s in draft.steps if s.model), "")
     if not events:
+        draft.extra["logs_received"] = False
         draft.notes.append(
             "Claude Code log events were not received: message texts, tool inputs and costs are "
             "unknown (export OTEL_LOGS_EXPORTER=otlp)."
