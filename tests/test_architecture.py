@@ -127,6 +127,21 @@ def test_package_is_typed_and_lint_clean() -> None:
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
+def test_the_command_starts_without_the_service_or_the_store() -> None:
+    """``skillsight --help`` (and every command that only talks to a running service) starts
+    in ~0.4 s: loading the store, the read models or the evaluators costs ~2 s more, so those
+    are imported by the commands that use them, not when the command starts."""
+    probe = (
+        "import sys, skillsight.cli\n"
+        "heavy = ['chdb', 'pyarrow', 'clickhouse_connect', 'fastapi', 'grpc', 'torch',\n"
+        "         'litellm', 'skillsight.store', 'skillsight.reports', 'skillsight.evaluators']\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 @pytest.mark.slow
 def test_instrumentation_imports_with_only_the_base_install(tmp_path: Path) -> None:
     """`pip install skillsight` (no extras) is enough for the in-process instrumentation."""

@@ -16,11 +16,11 @@ except ImportError:  # the base install is instrumentation only
     sys.stderr.write("the skillsight command needs the service: pip install 'skillsight[server]'\n")
     raise SystemExit(2) from None
 
-from skillsight.cli.views import ApiSource, Source, StoreSource
 from skillsight.config import Settings
 from skillsight.errors import SkillsightError
 
 if TYPE_CHECKING:
+    from skillsight.cli.views import Source
     from skillsight.store import Store
 
 app = typer.Typer(
@@ -134,6 +134,8 @@ def read_source(
     api: str | None, key: str | None, data: Path | None, clickhouse: str | None, project: str
 ) -> Iterator[Source]:
     """A running service (--api) or the store itself, for the read commands."""
+    from skillsight.cli.views import ApiSource, StoreSource
+
     if api:
         yield ApiSource(api, key)
         return

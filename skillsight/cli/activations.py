@@ -23,11 +23,6 @@ from skillsight.cli._common import (
     read_source,
     trajectories_app,
 )
-from skillsight.cli.views import (
-    print_activation,
-    print_activations,
-    print_evaluations,
-)
 from skillsight.config import DEFAULT_PROJECT
 from skillsight.errors import SkillsightError
 
@@ -60,6 +55,8 @@ def activations_list(
     if as_json:
         print(json.dumps([a.model_dump(mode="json") for a in found], indent=2, ensure_ascii=False))
     else:
+        from skillsight.cli.views import print_activations
+
         print_activations(console, found)
 
 
@@ -87,6 +84,8 @@ def activations_show(
     if as_json:
         print(found.model_dump_json(indent=2))
     else:
+        from skillsight.cli.views import print_activation, print_evaluations
+
         print_activation(console, found)
         console.print()
         print_evaluations(console, scores)

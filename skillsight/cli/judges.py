@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -16,7 +16,9 @@ from rich.table import Table
 
 from skillsight.config import DEFAULT_PROJECT, Settings
 from skillsight.errors import SkillsightError
-from skillsight.store.records import Activation
+
+if TYPE_CHECKING:
+    from skillsight.store.records import Activation
 
 __all__ = ["judges_app"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -25,7 +25,9 @@ from skillsight.cli._common import (
 )
 from skillsight.config import DEFAULT_PROJECT
 from skillsight.errors import SkillsightError
-from skillsight.store import SkillEntry
+
+if TYPE_CHECKING:
+    from skillsight.store import SkillEntry
 
 
 @skills_app.command("scan")
