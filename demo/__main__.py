@@ -108,10 +108,12 @@ def _show_activations(api: str, session_id: str, ended: float) -> int:
     found: list[dict[str, Any]] = []
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
-        # caught up: every row sent is committed and rebuilt, so this is the final rebuild
-        if found and httpx.get(f"{api}/healthz").json()["caught_up"]:
-            break
+        # caught up: every row sent is committed and rebuilt, so what is read next is the final
+        # rebuild (read first, it may be an earlier one that a rebuild replaced in between)
+        if httpx.get(f"{api}/healthz").json()["caught_up"]:
+            found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
+            if found:
+                break
         time.sleep(0.1)
     if not found:
         console.print("[red]no skill activation was rebuilt from the session[/]")

@@ -43,9 +43,12 @@ def _wait_for_activations(
     server.wait_written(timeout=timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found: list[dict[str, Any]] = server.get("/api/v1/activations", session_id=session_id)
-        if found and server.get("/healthz")["caught_up"]:
-            return found
+        # caught up first, then read: read before, the list may be an earlier rebuild's (the
+        # spans alone) that the logs' rebuild replaced in between
+        if server.get("/healthz")["caught_up"]:
+            found: list[dict[str, Any]] = server.get("/api/v1/activations", session_id=session_id)
+            if found:
+                return found
         time.sleep(0.05)
     raise AssertionError(f"no activations for {session_id}: {server.get('/healthz')}")
 
