@@ -615,7 +615,8 @@ def test_warm_up_loads_each_evaluators_needs_before_scoring_starts(
 ) -> None:
     """What the chosen evaluators load (the embedding model, litellm) is loaded when the
     scheduler is entered, so a service loads it before its receivers listen; one that cannot
-    load says why in /healthz and scoring goes on; without warm-up nothing is loaded early."""
+    load says why in /healthz and the scheduler still starts; without warm-up nothing is loaded
+    early."""
     model, broken = _Loading("model"), _Loading("broken", failure="no such model")
     registry = Registry([model, broken, _Held("")])
 
