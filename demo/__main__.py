@@ -105,18 +105,25 @@ def _show(spans: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
 
 def _show_activations(api: str, session_id: str, ended: float) -> int:
     """Wait for the service to rebuild the session's activations by itself, then show them."""
+
+    def listed() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = httpx.get(
+            f"{api}/api/v1/activations", params={"session_id": session_id}
+        ).json()
+        return found
+
     found: list[dict[str, Any]] = []
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         # caught up: every row sent is committed and rebuilt, so what is read next is the final
         # rebuild (read first, it may be an earlier one that a rebuild replaced in between)
         if httpx.get(f"{api}/healthz").json()["caught_up"]:
-            found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
+            found = listed()
             if found:
                 break
         time.sleep(0.1)
     else:  # not caught up in time (a busy machine): show what is there now
-        found = httpx.get(f"{api}/api/v1/activations", params={"session_id": session_id}).json()
+        found = listed()
     if not found:
         console.print("[red]no skill activation was rebuilt from the session[/]")
         return 0

@@ -29,10 +29,9 @@ DEADLINE_S = 240.0
 
 
 def _requests() -> list[tuple[str, bytes]]:
-    folder = TWO_SKILLS
     return [
-        (otlp.TRACES, (folder / "traces.json").read_bytes()),
-        (otlp.LOGS, (folder / "logs.json").read_bytes()),
+        (otlp.TRACES, (TWO_SKILLS / "traces.json").read_bytes()),
+        (otlp.LOGS, (TWO_SKILLS / "logs.json").read_bytes()),
     ]
 
 
