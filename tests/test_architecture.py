@@ -142,6 +142,97 @@ def test_the_command_starts_without_the_service_or_the_store() -> None:
     assert result.stdout.strip() == "[]"
 
 
+_HEAVY = ("chdb", "pyarrow", "clickhouse_connect", "numpy", "fastapi", "grpc", "torch", "litellm")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["gate", "--skill", "csv-summary", "--min", "allowed_tools=1"],
+        ["activations", "list"],
+        ["clusters", "list"],
+        ["skills", "list"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_commands_that_ask_a_service_load_neither_the_store_nor_the_models(
+    command: list[str],
+) -> None:
+    """A command given ``--api`` (a skill author's CI gate, on every push) starts in under a
+    second: it loads the read models' records, not the store's engines (chdb, pyarrow) or the
+    evaluators' and clusters' numerical stacks, which cost ~2 s more. The command runs for real
+    against a port nobody listens on, so what it imported is what its own code path imports."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    probe = (
+        "import atexit, sys\n"
+        f"heavy = {list(_HEAVY)!r}\n"
+        "atexit.register(lambda: print('LOADED', sorted(m for m in heavy if m in sys.modules)))\n"
+        f"sys.argv = ['skillsight', *{command!r}, '--api', 'http://127.0.0.1:{port}']\n"
+        "from skillsight.cli import main\n"
+        "main()\n"
+    )
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode != 0, result.stdout + result.stderr  # the service is unreachable
+    assert f"127.0.0.1:{port}" in result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def _type_checking_imports(init: Path) -> dict[str, str]:
+    """``{name: module}`` of a package face's imports under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    return {
+        alias.asname or alias.name: str(statement.module)
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for statement in block.body
+        if isinstance(statement, ast.ImportFrom)
+        for alias in statement.names
+    }
+
+
+def test_lazy_package_faces_give_every_name_they_list() -> None:
+    """A lazy package face (``skillsight._faces``) lists in ``__all__`` only what it imports
+    under ``TYPE_CHECKING`` or defines itself (ruff flags an import there that is neither
+    listed nor used); each name, read in a fresh interpreter, is the very object its module
+    defines, and a name it does not export is an AttributeError."""
+    faces = [
+        init
+        for init in sorted((ROOT / "skillsight").glob("*/__init__.py"))
+        if "lazy_face(globals())" in init.read_text(encoding="utf-8")
+    ]
+    assert {f.parent.name for f in faces} >= {"store", "reports", "evaluators", "clustering"}
+    for init in faces:
+        package = f"skillsight.{init.parent.name}"
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        listed = next(
+            ast.literal_eval(n.value)
+            for n in tree.body
+            if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"
+        )
+        imported = _type_checking_imports(init)
+        assert set(listed) <= imported.keys() | defined, package
+        homes = {name: imported[name] for name in listed if name not in defined}
+        probe = (
+            "import importlib\n"
+            f"face = importlib.import_module({package!r})\n"
+            f"for name, home in {homes!r}.items():\n"
+            "    assert getattr(face, name) is getattr(importlib.import_module(home), name), name\n"
+            "    assert name in dir(face), name\n"
+            "try:\n"
+            "    face.no_such_name\n"
+            "except AttributeError as exc:\n"
+            "    print('refused:', exc)\n"
+        )
+        result = run(sys.executable, "-c", probe)
+        assert result.returncode == 0, result.stderr
+        assert f"refused: module '{package}' has no attribute 'no_such_name'" in result.stdout
+
+
 @pytest.mark.slow
 def test_instrumentation_imports_with_only_the_base_install(tmp_path: Path) -> None:
     """`pip install skillsight` (no extras) is enough for the in-process instrumentation."""

@@ -5,18 +5,14 @@ shapes, built by the same code (:mod:`skillsight.reports._scorecard`)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from skillsight.cli._api import ServiceClient
-from skillsight.reports import (
-    ScorecardOut,
-    ScoredActivationOut,
-    scorecard,
-    scored_activation,
-    window_start,
-)
-from skillsight.store import Store
+from skillsight.reports import ScorecardOut, ScoredActivationOut
+
+if TYPE_CHECKING:  # the store's read models are loaded by the commands that open the store
+    from skillsight.store import Store
 
 
 class EvaluationSource(Protocol):
@@ -45,6 +41,8 @@ class StoreEvaluations:
     def scorecard(
         self, skill: str, *, window: str, since: datetime | None, version: str
     ) -> ScorecardOut:
+        from skillsight.reports import scorecard
+
         return scorecard(
             self.store, self.project_id, skill, window=window, since=since, version=version
         )
@@ -60,6 +58,8 @@ class StoreEvaluations:
         version: str,
         limit: int,
     ) -> list[ScoredActivationOut]:
+        from skillsight.reports import scored_activation, window_start
+
         rows = self.store.scorecards.below(
             self.project_id,
             skill,

@@ -10,50 +10,62 @@ on-call engineer drives: new, acknowledged, resolved, regressed. ``docs/clusters
 
 from __future__ import annotations
 
-from skillsight.clustering._advice import Advice, advise, basis_of
-from skillsight.clustering._assign import Assigned, ExemplarIndex, assign_failures
-from skillsight.clustering._collect import (
-    Failure,
-    Thresholds,
-    failing_now,
-    source_key,
-    with_causes,
-    with_vectors,
-)
-from skillsight.clustering._facts import Cause, cause_of, severity_of_cluster
-from skillsight.clustering._fit import (
-    FitOptions,
-    Fitted,
-    fit,
-    medoids,
-    merge_close,
-    project,
-    spread_exemplars,
-)
-from skillsight.clustering._labels import cluster_label, ctfidf_terms, terms_of
-from skillsight.clustering._lifecycle import (
-    OPEN,
-    SETTABLE,
-    STATUSES,
-    ClusterState,
-    regressed_by,
-    set_status,
-)
-from skillsight.clustering._matching import Before, Found, Match, Matching, match_clusters
-from skillsight.clustering._normalize import normalize
-from skillsight.clustering._run import RunOptions, RunSummary, run_clustering
-from skillsight.clustering._service import Clusterer, ClustererOptions, ClustererStats
-from skillsight.clustering._settings import clusterer_options, run_options
-from skillsight.clustering._text import SEVERITY_ORDER, FailureText, failure_text, severity_of
-from skillsight.clustering._trend import HOUR_US, HOURS, Trend, bucket_counts, rank_score, trend_of
-from skillsight.clustering._vectors import (
-    cause_features,
-    combined,
-    embed_texts,
-    normalized,
-    pack,
-    unpack_all,
-)
+from typing import TYPE_CHECKING
+
+from skillsight._faces import lazy_face
+
+if TYPE_CHECKING:
+    from skillsight.clustering._advice import Advice, advise, basis_of
+    from skillsight.clustering._assign import Assigned, ExemplarIndex, assign_failures
+    from skillsight.clustering._collect import (
+        Failure,
+        Thresholds,
+        failing_now,
+        source_key,
+        with_causes,
+        with_vectors,
+    )
+    from skillsight.clustering._facts import Cause, cause_of, severity_of_cluster
+    from skillsight.clustering._fit import (
+        FitOptions,
+        Fitted,
+        fit,
+        medoids,
+        merge_close,
+        project,
+        spread_exemplars,
+    )
+    from skillsight.clustering._labels import cluster_label, ctfidf_terms, terms_of
+    from skillsight.clustering._lifecycle import (
+        OPEN,
+        SETTABLE,
+        STATUSES,
+        ClusterState,
+        regressed_by,
+        set_status,
+    )
+    from skillsight.clustering._matching import Before, Found, Match, Matching, match_clusters
+    from skillsight.clustering._normalize import normalize
+    from skillsight.clustering._run import RunOptions, RunSummary, run_clustering
+    from skillsight.clustering._service import Clusterer, ClustererOptions, ClustererStats
+    from skillsight.clustering._settings import clusterer_options, run_options
+    from skillsight.clustering._text import SEVERITY_ORDER, FailureText, failure_text, severity_of
+    from skillsight.clustering._trend import (
+        HOUR_US,
+        HOURS,
+        Trend,
+        bucket_counts,
+        rank_score,
+        trend_of,
+    )
+    from skillsight.clustering._vectors import (
+        cause_features,
+        combined,
+        embed_texts,
+        normalized,
+        pack,
+        unpack_all,
+    )
 
 __all__ = [
     "HOURS",
@@ -118,3 +130,5 @@ __all__ = [
     "with_causes",
     "with_vectors",
 ]
+
+__getattr__, __dir__ = lazy_face(globals())

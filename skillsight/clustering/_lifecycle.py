@@ -15,10 +15,12 @@ acknowledged or resolved again like any other.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillsight.errors import ConfigError
-from skillsight.store import StatusRow
+
+if TYPE_CHECKING:  # a row of the store's status log, read by whoever holds the store
+    from skillsight.store import StatusRow
 
 STATUSES: tuple[str, ...] = ("new", "acknowledged", "resolved", "regressed")
 SETTABLE: tuple[str, ...] = ("new", "acknowledged", "resolved")

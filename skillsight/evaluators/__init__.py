@@ -6,46 +6,51 @@ so that a reader can recompute its score by hand (``docs/evaluators.md``).
 
 from __future__ import annotations
 
-from skillsight.evaluators._allowed_tools import AllowedToolsEvaluator
-from skillsight.evaluators._baseline import Baseline, RollingBaseline, total_tokens
-from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext, GoldenExpectation
-from skillsight.evaluators._efficiency import EfficiencyEvaluator, log_ratio_score
-from skillsight.evaluators._embedding import (
-    CachedEmbedder,
-    Embedder,
-    MiniLMEmbedder,
-    cosine,
-    default_embedder,
-)
-from skillsight.evaluators._evaluator import Evaluator
-from skillsight.evaluators._integration import IntegrationEvaluator
-from skillsight.evaluators._model import (
-    ERROR,
-    NOT_APPLICABLE,
-    Evaluation,
-    Evidence,
-    Finding,
-    Severity,
-)
-from skillsight.evaluators._otel import otel_attributes, otel_event
-from skillsight.evaluators._registry import (
-    DETERMINISTIC,
-    Registry,
-    deterministic_registry,
-    run_evaluators,
-)
-from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
-from skillsight.evaluators._seen import (
-    UNSEEN,
-    arguments_unseen,
-    describe_unseen,
-    message_unseen,
-    outputs_unseen,
-)
-from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
-from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
-from skillsight.evaluators._views import shared_views
-from skillsight.evaluators.security import SecurityEvaluator
+from typing import TYPE_CHECKING
+
+from skillsight._faces import lazy_face
+
+if TYPE_CHECKING:
+    from skillsight.evaluators._allowed_tools import AllowedToolsEvaluator
+    from skillsight.evaluators._baseline import Baseline, RollingBaseline, total_tokens
+    from skillsight.evaluators._context import EMPTY_CONTEXT, EvaluationContext, GoldenExpectation
+    from skillsight.evaluators._efficiency import EfficiencyEvaluator, log_ratio_score
+    from skillsight.evaluators._embedding import (
+        CachedEmbedder,
+        Embedder,
+        MiniLMEmbedder,
+        cosine,
+        default_embedder,
+    )
+    from skillsight.evaluators._evaluator import Evaluator
+    from skillsight.evaluators._integration import IntegrationEvaluator
+    from skillsight.evaluators._model import (
+        DETERMINISTIC,
+        ERROR,
+        NOT_APPLICABLE,
+        Evaluation,
+        Evidence,
+        Finding,
+        Severity,
+    )
+    from skillsight.evaluators._otel import otel_attributes, otel_event
+    from skillsight.evaluators._registry import (
+        Registry,
+        deterministic_registry,
+        run_evaluators,
+    )
+    from skillsight.evaluators._script_execution import ScriptExecutionEvaluator
+    from skillsight.evaluators._seen import (
+        UNSEEN,
+        arguments_unseen,
+        describe_unseen,
+        message_unseen,
+        outputs_unseen,
+    )
+    from skillsight.evaluators._skill_selection import SkillSelectionEvaluator
+    from skillsight.evaluators._tool_errors import ToolErrorsEvaluator
+    from skillsight.evaluators._views import shared_views
+    from skillsight.evaluators.security import SecurityEvaluator
 
 __all__ = [
     "DETERMINISTIC",
@@ -87,3 +92,5 @@ __all__ = [
     "shared_views",
     "total_tokens",
 ]
+
+__getattr__, __dir__ = lazy_face(globals())

@@ -25,6 +25,17 @@ NOT_APPLICABLE = "not_applicable"
 # Label of an evaluation whose evaluator raised: the error column says what happened.
 ERROR = "error"
 
+DETERMINISTIC: tuple[str, ...] = (
+    "allowed_tools",
+    "skill_selection",
+    "script_execution",
+    "tool_errors",
+    "efficiency",
+    "integration_heuristic",
+    "security",
+)
+"""The deterministic evaluators, in the order they are reported."""
+
 
 @dataclass(slots=True)
 class Finding:

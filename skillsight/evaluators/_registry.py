@@ -18,17 +18,6 @@ from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.security import SecurityEvaluator
 from skillsight.store.records import Activation
 
-DETERMINISTIC: tuple[str, ...] = (
-    "allowed_tools",
-    "skill_selection",
-    "script_execution",
-    "tool_errors",
-    "efficiency",
-    "integration_heuristic",
-    "security",
-)
-"""The deterministic evaluators, in the order they are reported."""
-
 
 class Registry:
     """Evaluator instances by name."""

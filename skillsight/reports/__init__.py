@@ -6,66 +6,71 @@ spans and events, activations with their evaluations, skill scorecards and the g
 
 from __future__ import annotations
 
-from skillsight.reports._activations import evaluation_events, evaluations_of, with_evaluations
-from skillsight.reports._browse import (
-    DayCountOut,
-    SessionStepsOut,
-    SkillPageOut,
-    SkillSummaryOut,
-    UsagePointOut,
-    VersionTrendPointOut,
-    session_steps,
-    skill_page,
-    skill_usage_points,
-    skills_overview,
-)
-from skillsight.reports._clusters import (
-    ClusterDetailOut,
-    ClusterMemberOut,
-    ClusterNotFound,
-    ClusterOut,
-    ClusterRefOut,
-    ClusterTrendOut,
-    cluster_detail,
-    cluster_refs,
-    list_clusters,
-    set_cluster_status,
-)
-from skillsight.reports._goldens import (
-    CompositionOut,
-    GoldenSetOut,
-    GoldenSetSummaryOut,
-    golden_set,
-    golden_sets,
-)
-from skillsight.reports._records import (
-    ActivationDetailOut,
-    EvaluationEventOut,
-    EvaluationOut,
-    EvaluatorScoreOut,
-    EvidenceOut,
-    FindingOut,
-    ScorecardOut,
-    ScoredActivationOut,
-    TrendPointOut,
-    VersionScoreOut,
-)
-from skillsight.reports._runs import RunNotFound, RunSummaryOut, run_report, runs
-from skillsight.reports._scorecard import (
-    DEFAULT_WINDOW,
-    build_scorecard,
-    scorecard,
-    scored_activation,
-    window_start,
-)
-from skillsight.reports._telemetry import (
-    ActivationOut,
-    EventOut,
-    SkillOut,
-    SpanOut,
-    event_out,
-    span_out,
-)
+from typing import TYPE_CHECKING
+
+from skillsight._faces import lazy_face
+
+if TYPE_CHECKING:
+    from skillsight.reports._activations import evaluation_events, evaluations_of, with_evaluations
+    from skillsight.reports._browse import (
+        DayCountOut,
+        SessionStepsOut,
+        SkillPageOut,
+        SkillSummaryOut,
+        UsagePointOut,
+        VersionTrendPointOut,
+        session_steps,
+        skill_page,
+        skill_usage_points,
+        skills_overview,
+    )
+    from skillsight.reports._clusters import (
+        ClusterDetailOut,
+        ClusterMemberOut,
+        ClusterNotFound,
+        ClusterOut,
+        ClusterTrendOut,
+        cluster_detail,
+        cluster_refs,
+        list_clusters,
+        set_cluster_status,
+    )
+    from skillsight.reports._goldens import (
+        CompositionOut,
+        GoldenSetOut,
+        GoldenSetSummaryOut,
+        golden_set,
+        golden_sets,
+    )
+    from skillsight.reports._records import (
+        ActivationDetailOut,
+        ClusterRefOut,
+        EvaluationEventOut,
+        EvaluationOut,
+        EvaluatorScoreOut,
+        EvidenceOut,
+        FindingOut,
+        ScorecardOut,
+        ScoredActivationOut,
+        TrendPointOut,
+        VersionScoreOut,
+    )
+    from skillsight.reports._runs import RunNotFound, RunSummaryOut, run_report, runs
+    from skillsight.reports._scorecard import (
+        DEFAULT_WINDOW,
+        build_scorecard,
+        scorecard,
+        scored_activation,
+        window_start,
+    )
+    from skillsight.reports._telemetry import (
+        ActivationOut,
+        EventOut,
+        SkillOut,
+        SpanOut,
+        event_out,
+        span_out,
+    )
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -122,3 +127,5 @@ __all__ = [
     "window_start",
     "with_evaluations",
 ]
+
+__getattr__, __dir__ = lazy_face(globals())

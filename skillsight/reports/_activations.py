@@ -7,14 +7,16 @@ activation's current one is ``stale`` until the new scores land.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillsight.evaluators import Evaluation, otel_event
 from skillsight.reports._clusters import cluster_refs
 from skillsight.reports._records import ActivationDetailOut, EvaluationEventOut, EvaluationOut
 from skillsight.reports._scorecard import evaluator_order, iso_us
-from skillsight.store import Store
 from skillsight.store.records import Activation
+
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import Store
 
 __all__ = ["evaluation_events", "evaluations_of", "with_evaluations"]
 

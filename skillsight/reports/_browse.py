@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +23,9 @@ from skillsight.reports._scorecard import (
     window_start,
 )
 from skillsight.reports._telemetry import SkillOut
-from skillsight.store import Store
+
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import Store
 
 __all__ = [
     "DayCountOut",

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -28,9 +28,10 @@ from skillsight.clustering import (
     trend_of,
 )
 from skillsight.errors import SkillsightError
-from skillsight.store import ClusterRow, OnlineCounts, StatusRow, Store
+from skillsight.reports._records import ClusterRefOut, Status
 
-Status = Literal["new", "acknowledged", "resolved", "regressed"]
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import ClusterRow, OnlineCounts, StatusRow, Store
 
 
 class ClusterNotFound(SkillsightError):
@@ -110,15 +111,6 @@ class ClusterDetailOut(ClusterOut):
         default=None, description="the judge model's fix; null without one (or before it ran)"
     )
     advice: ClusterAdviceOut | None = None
-
-
-class ClusterRefOut(BaseModel):
-    """Which cluster an activation belongs to (on the activation's page)."""
-
-    cluster_id: str
-    label: str
-    status: Status
-    assigned_by: str
 
 
 def list_clusters(

@@ -3,10 +3,14 @@ composition, and one version with its cases."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
 from skillsight.goldens import GoldenCase, composition, load_set
-from skillsight.store import GoldenSetRow, Store
+
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import GoldenSetRow, Store
 
 
 class CompositionOut(BaseModel):

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from skillsight.reports._clusters import ClusterRefOut
 from skillsight.reports._telemetry import ActivationOut
+
+Status = Literal["new", "acknowledged", "resolved", "regressed"]
+"""Where a failure cluster stands in triage."""
+
+
+class ClusterRefOut(BaseModel):
+    """Which cluster an activation belongs to (on the activation's page)."""
+
+    cluster_id: str
+    label: str
+    status: Status
+    assigned_by: str
 
 
 class EvidenceOut(BaseModel):

@@ -7,10 +7,14 @@ inventory says how many attempts have not run).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from skillsight.reruns import RerunReport, report_of
-from skillsight.store import Store
+
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import Store
 
 
 class RunSummaryOut(BaseModel):

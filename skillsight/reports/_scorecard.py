@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillsight.errors import SkillsightError
 from skillsight.evaluators import DETERMINISTIC
@@ -23,7 +23,9 @@ from skillsight.reports._records import (
     TrendPointOut,
     VersionScoreOut,
 )
-from skillsight.store import Store
+
+if TYPE_CHECKING:  # the store is loaded by whoever hands one in
+    from skillsight.store import Store
 
 DEFAULT_WINDOW = "30d"
 _WINDOW = re.compile(r"^(\d+)([mhdw])$")

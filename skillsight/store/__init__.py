@@ -3,31 +3,36 @@ repository per table returning typed records. Every SQL statement of the service
 
 from __future__ import annotations
 
-from skillsight.config import Settings
-from skillsight.store._clusters import (
-    AdviceRow,
-    ClusterRow,
-    MemberRow,
-    OnlineCounts,
-    RunRow,
-    StatusRow,
-)
-from skillsight.store._dead_letters import DeadLetter
-from skillsight.store._embedded import EmbeddedStore
-from skillsight.store._evaluations import EvaluationRow
-from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
-from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
-from skillsight.store._partitions import MAX_PARTITIONS_PER_INSERT, month_of
-from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
-from skillsight.store._rebuilds import RebuiltSession
-from skillsight.store._refresher import ReadModelRefresher
-from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
-from skillsight.store._server import ServerAddress, ServerStore
-from skillsight.store._sessions import Arrival, SessionRows, SpanParents, TouchedSession
-from skillsight.store._skills import SkillEntry
-from skillsight.store._store import Store
-from skillsight.store._telemetry import EventRow, SpanRow
-from skillsight.store._write_failures import store_condition
+from typing import TYPE_CHECKING
+
+from skillsight._faces import lazy_face
+
+if TYPE_CHECKING:
+    from skillsight.config import Settings
+    from skillsight.store._clusters import (
+        AdviceRow,
+        ClusterRow,
+        MemberRow,
+        OnlineCounts,
+        RunRow,
+        StatusRow,
+    )
+    from skillsight.store._dead_letters import DeadLetter
+    from skillsight.store._embedded import EmbeddedStore
+    from skillsight.store._evaluations import EvaluationRow
+    from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
+    from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
+    from skillsight.store._partitions import MAX_PARTITIONS_PER_INSERT, month_of
+    from skillsight.store._rebuild_rows import RebuildResult, SessionRebuild, stamp_iso
+    from skillsight.store._rebuilds import RebuiltSession
+    from skillsight.store._refresher import ReadModelRefresher
+    from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
+    from skillsight.store._server import ServerAddress, ServerStore
+    from skillsight.store._sessions import Arrival, SessionRows, SpanParents, TouchedSession
+    from skillsight.store._skills import SkillEntry
+    from skillsight.store._store import Store
+    from skillsight.store._telemetry import EventRow, SpanRow
+    from skillsight.store._write_failures import store_condition
 
 
 def schema_sql(cluster: str = "", database: str = "default") -> list[tuple[str, str]]:
@@ -41,6 +46,9 @@ def schema_sql(cluster: str = "", database: str = "default") -> list[tuple[str, 
 
 def open_store(settings: Settings, *, migrate: bool = True) -> Store:
     """Open the store the settings name and bring its schema up to date."""
+    from skillsight.store._embedded import EmbeddedStore
+    from skillsight.store._server import ServerStore
+
     store: Store
     if settings.clickhouse_url:
         store = ServerStore(settings.clickhouse_url, cluster=settings.clickhouse_cluster)
@@ -92,3 +100,5 @@ __all__ = [
     "stamp_iso",
     "store_condition",
 ]
+
+__getattr__, __dir__ = lazy_face(globals())
