@@ -358,6 +358,43 @@ def test_a_skills_baseline_starts_from_its_stored_activations(
     )
 
 
+def test_a_rescored_activation_keeps_the_baseline_from_before_it(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    """A session rebuilt again (its next prompt, late rows) is scored again. Its earlier
+    activation is compared with the activations *before* it, as at its first scoring: not with a
+    window that by then holds the activation itself and the ones after it, which would pull its
+    efficiency towards the median with every prompt of a long session."""
+    earlier = copies(recorded, 5)
+    heavy = recorded.model_copy(
+        update={
+            "activation_id": "f" * 32,
+            "tool_calls": recorded.tool_calls * 4,
+            "duration_ms": recorded.duration_ms * 4,
+        }
+    )
+    later = [
+        a.model_copy(update={"activation_id": f"{i:032x}"})
+        for i, a in enumerate([heavy] * 12, start=100)
+    ]
+
+    async def scores() -> tuple[Evaluation, Evaluation]:
+        assembler = ContextAssembler(embedded_store, seed=False)
+        async with EvaluationScheduler(
+            embedded_store, evaluators=["efficiency"], assembler=assembler
+        ) as scheduler:
+            await scheduler.score(PROJECT, earlier)
+            (first,) = await scheduler.score(PROJECT, [heavy])
+            await scheduler.score(PROJECT, later)  # the baseline window is now mostly heavy
+            again = heavy.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+            (second,) = await scheduler.score(PROJECT, [again])
+            return first, second
+
+    first, second = run(scores())
+    assert first.score is not None and first.score < 0.5  # 4x the median of the five before it
+    assert (second.score, second.label, second.reason) == (first.score, first.label, first.reason)
+
+
 # -- the evaluation worker's poller, on the server transport ----------------------------------
 
 

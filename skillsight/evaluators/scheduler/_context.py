@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from skillsight.errors import SkillError
-from skillsight.evaluators._baseline import RollingBaseline
+from skillsight.evaluators._baseline import Baseline, RollingBaseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators.judges import judge_context
 from skillsight.rebuild.trajectories.atif import Trajectory
@@ -109,6 +109,10 @@ class ContextAssembler:
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
         self._baselines: dict[str, RollingBaseline] = {}
         self._observed: OrderedDict[str, None] = OrderedDict()
+        # Per (project, activation id), the baseline it was compared with before it was
+        # observed: a session rebuilt again is scored again, and by then the window holds the
+        # activation itself and the ones after it.
+        self._compared: OrderedDict[tuple[str, str], Baseline | None] = OrderedDict()
         self._lock = threading.Lock()
 
     def catalogue(self, project_id: str) -> Mapping[str, SkillEntry]:
@@ -154,7 +158,7 @@ class ContextAssembler:
             self._seed(activation)
         context = EvaluationContext(
             manifest=manifest,
-            baseline=self._baseline(activation.project_id).get(activation.skill_name),
+            baseline=self._baseline_before(activation),
             catalogue=visible,
             later_messages=later_messages(activation, siblings),
         )
@@ -171,6 +175,22 @@ class ContextAssembler:
         except ValueError:
             log.warning("stored trajectory of session %s does not parse", activation.session_id)
             return None
+
+    def _baseline_before(self, activation: Activation) -> Baseline | None:
+        """The skill's baseline before ``activation`` was observed: the current one until it
+        is, then the one it was compared with then (its session rebuilt is scored again)."""
+        key = (activation.project_id, activation.activation_id)
+        with self._lock:
+            if activation.activation_id in self._observed and key in self._compared:
+                self._compared.move_to_end(key)
+                return self._compared[key]
+        baseline = self._baseline(activation.project_id).get(activation.skill_name)
+        with self._lock:
+            self._compared[key] = baseline
+            self._compared.move_to_end(key)
+            while len(self._compared) > _OBSERVED_MAX:
+                self._compared.popitem(last=False)
+        return baseline
 
     def observe(self, activation: Activation) -> None:
         """Add a scored activation to its skill's baseline (once, however often rescored)."""
