@@ -159,6 +159,19 @@ def test_scenario_activations(embedded_store: EmbeddedStore, scenario: str, sour
         # every scenario's agent recovers from a failing call, so the outcome stays completed
         assert activation.outcome == "completed", (has_error, activation.outcome)
         assert activation.request == manifest(scenario)["prompt"]
+        # the turn it belongs to: the user step its request was read from
+        turn = activation.request_step_id
+        assert turn is not None, activation
+        trajectory = rebuilt.trajectory
+        if activation.decision_trajectory_id not in ("", trajectory.trajectory_id):
+            trajectory = next(
+                t
+                for t in trajectory.subagent_trajectories or ()
+                if t.trajectory_id == activation.decision_trajectory_id
+            )
+        user = trajectory.steps[turn - 1]
+        assert (user.source, user.step_id) == ("user", turn)
+        assert turn <= (activation.trigger_step_id or turn)
         assert activation.started_at <= activation.ended_at
 
 
@@ -256,6 +269,7 @@ def test_demo_session_activation_in_full(embedded_store: EmbeddedStore) -> None:
         "source_convention": "claude_code",
         "request": prompt["attributes"]["prompt"],
         "request_logged": True,
+        "request_step_id": 1,  # the prompt opens the session's one turn
         "tool_calls": [
             {
                 "tool_call_id": bash_call["tool_use_id"],

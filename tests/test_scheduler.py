@@ -395,6 +395,46 @@ def test_a_rescored_activation_keeps_the_baseline_from_before_it(
     assert (second.score, second.label, second.reason) == (first.score, first.label, first.reason)
 
 
+def test_what_the_agent_said_in_a_later_turn_does_not_redeem_an_ignored_output(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    """Integration looks past an integration message that only announced the next step, to
+    what the agent said after it in the same turn. A later prompt is another request: that the
+    agent mentions the values there says nothing of whether it used them here, and the session
+    rebuilt on that prompt must not turn this activation's failure into a pass."""
+    assert recorded.integration_step_id is not None and recorded.request_step_id is not None
+    ignored = recorded.model_copy(update={"integration_message": "Done, moving on."})
+    step = recorded.integration_step_id
+
+    def answer_in(turn: int) -> Activation:  # the values quoted by the next activation's answer
+        return recorded.model_copy(
+            update={
+                "activation_id": "e" * 32,
+                "trigger_step_id": step + 2,
+                "integration_step_id": step + 4,
+                "request_step_id": turn,
+            }
+        )
+
+    async def integration(activations: list[Activation]) -> Evaluation:
+        async with EvaluationScheduler(
+            embedded_store, evaluators=["integration_heuristic"]
+        ) as scheduler:
+            scored = await scheduler.score(PROJECT, activations)
+        return next(e for e in scored if e.activation_id == ignored.activation_id)
+
+    alone = run(integration([ignored]))
+    later_turn = run(integration([ignored, answer_in(step + 1)]))
+    same_turn = run(integration([ignored, answer_in(recorded.request_step_id)]))
+    assert alone.passed is False and "output_not_referenced" in {f.kind for f in alone.findings}
+    assert (later_turn.passed, later_turn.score, later_turn.reason) == (
+        alone.passed,
+        alone.score,
+        alone.reason,
+    )
+    assert same_turn.passed is True  # the same turn: its later answer uses the values
+
+
 # -- the evaluation worker's poller, on the server transport ----------------------------------
 
 

@@ -136,6 +136,11 @@ class Activation(BaseModel):
     source_convention: str = ""
     request: str = Field(default="", description="the user request ('' when not logged)")
     request_logged: bool = True
+    request_step_id: int | None = Field(
+        default=None,
+        description="the user step the request is (in the decision trajectory): where the "
+        "activation's turn began; None when no user step precedes it",
+    )
     tool_calls: list[ToolCall] = Field(
         default_factory=list, description="internal calls in order, the loading call excluded"
     )

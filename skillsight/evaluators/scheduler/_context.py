@@ -71,16 +71,21 @@ def recorded_manifest(entry: SkillEntry) -> SkillManifest | None:
 
 def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tuple[str, ...]:
     """The integration messages of the session's activations that come after this one's, in
-    the same agent context, in order."""
+    the same agent context and the same turn (the same user request), in order. A later turn
+    answers another request: what the agent said there does not tell whether it used this
+    skill's output (and a rebuild on the next prompt must not change this activation's
+    verdict). A record from before turns were recorded (no ``request_step_id``) is not cut."""
     step = activation.integration_step_id
     if step is None:
         return ()
     where = activation.decision_trajectory_id
+    turn = activation.request_step_id
     later = sorted(
         (s.integration_step_id, s.integration_message)
         for s in siblings
         if s.session_id == activation.session_id
         and s.decision_trajectory_id == where
+        and (turn is None or s.request_step_id == turn)
         and s.integration_step_id is not None
         and s.integration_step_id > step
         and s.integration_message

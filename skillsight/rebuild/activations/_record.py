@@ -75,7 +75,9 @@ def _plus_ms(start: str, ms: float) -> str:
     return start if began is None else iso(began + round(ms * 1_000_000))
 
 
-def request_before(context: Context, before: atif.Step) -> tuple[str, bool]:
+def request_before(context: Context, before: atif.Step) -> tuple[str, bool, int | None]:
+    """The user request the agent acted on at ``before``: the text of the latest user step at
+    or before it, whether that text was logged, and that step's id (None without one)."""
     if context.requests is None:
         # the latest user step at or before each step, computed once per context
         context.requests = []
@@ -86,8 +88,9 @@ def request_before(context: Context, before: atif.Step) -> tuple[str, bool]:
             context.requests.append(latest)
     request = context.requests[before.step_id - 1] if context.requests else None
     if request is None:
-        return "", True
-    return request.message, (request.extra or {}).get("message_logged", True) is not False
+        return "", True, None
+    logged = (request.extra or {}).get("message_logged", True) is not False
+    return request.message, logged, request.step_id
 
 
 def _tool_call(item: Item) -> ToolCall:
@@ -209,7 +212,7 @@ def build_activation(
         ended_at = max([e for e in ends if e] or [started_at])
     begin, end = _ns(started_at), _ns(ended_at)
     duration = (end - begin) / 1e6 if begin is not None and end is not None and end > begin else 0.0
-    request, logged = request_before(context, start.item.step)
+    request, logged, request_step = request_before(context, start.item.step)
     load_result = loader.result if loader is not None else None
     skill_output = None
     if loader is not None and loader.call is not None:
@@ -249,6 +252,7 @@ def build_activation(
         source_convention=str((trajectory.extra or {}).get("source_convention", "")),
         request=request,
         request_logged=logged,
+        request_step_id=request_step,
         tool_calls=calls,
         skill_output=skill_output,
         integration_message=integration_text,

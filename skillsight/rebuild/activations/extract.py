@@ -124,7 +124,7 @@ def _delegated(
         return activation
     assert task.call is not None
     load = activation.load_call_id
-    request, logged = request_before(parent, task.step)
+    request, logged, request_step = request_before(parent, task.step)
     text = None
     if integration is not None:
         logged = (integration.step.extra or {}).get("message_logged", True) is not False
@@ -143,6 +143,7 @@ def _delegated(
             # the user's request, which the delegating agent decided on (not the task prompt)
             "request": request,
             "request_logged": logged,
+            "request_step_id": request_step,
         }
     )
 
