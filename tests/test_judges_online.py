@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,45 @@ def test_the_spend_cap_counts_what_the_store_says_judges_spent_today(
         judged = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
     assert judged.exit_code == 0, judged.output
     assert len(server.model_requests) == 1
+
+
+def test_what_judges_spent_stays_counted_when_a_rebuilt_session_is_scored_again(
+    one_skill: tuple[Path, str],
+) -> None:
+    """A session rebuilt (its next prompt, late rows) is scored again; the judge answers the
+    unchanged activation from its cache, for nothing, and that evaluation row replaces the one
+    that paid. What was spent must stay counted against the day's cap (a restarted service or
+    a second worker reads it from the store), also once ClickHouse has merged the old row away."""
+    data, activation_id = one_skill
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        settings = Settings.load(
+            {"data_dir": data, "eval_evaluators": "dispatch"}, env=judge_env(url)
+        )
+        store = EmbeddedStore(data)
+        try:
+            (activation,) = store.activations.find("default")
+            rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("OPENAI_API_KEY", "test-key")
+                scheduler = build_scheduler(store, settings)
+
+                async def score() -> None:
+                    async with scheduler:
+                        await scheduler.score("default", [activation])
+                        await scheduler.score("default", [rebuilt])  # its session rebuilt
+
+                asyncio.run(score())
+            store.execute("OPTIMIZE TABLE evaluations FINAL")
+            (row,) = store.evaluations.for_activation("default", activation_id)
+            midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+            spent = store.evaluations.judge_spend_since(midnight)
+        finally:
+            store.close()
+    assert len(server.model_requests) == 1  # the second scoring was answered from the cache
+    assert row["activation_rebuilt_at"] == rebuilt.rebuilt_at and row["cost_usd"] == 0.0
+    paid = (USAGE.input_tokens * 2.0 + USAGE.output_tokens * 8.0) / 1e6
+    assert spent == pytest.approx(paid)
 
 
 def test_the_spend_cap_rereads_the_store_and_keeps_its_figure_when_the_read_fails() -> None:

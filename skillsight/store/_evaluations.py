@@ -105,11 +105,31 @@ FROM (
 ORDER BY activation_id, evaluator, evaluator_version"""
 
 # What LLM judges spent since a moment, over every project (the daily spend cap is the
-# service's). Replaced rows may be merged away, so this counts at least what was spent after them.
+# service's): the ledger (migration 0018), and the judges' evaluation rows for what was spent
+# before it existed. Replaced evaluation rows may be merged away, so those count at least what
+# was spent after them; each sum is a lower bound, and the larger one is taken.
 _JUDGE_SPEND_SINCE = """
-SELECT sum(cost_usd) AS spent
-FROM evaluations
-WHERE judge_model != '' AND evaluated_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')"""
+SELECT greatest(
+    (SELECT sum(cost_usd) FROM judge_spend
+     WHERE spent_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')),
+    (SELECT sum(cost_usd) FROM evaluations
+     WHERE judge_model != '' AND evaluated_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC'))
+) AS spent"""
+
+# The ledger's columns, from an evaluation batch's streamed columns.
+_SPENT_COLUMNS = [
+    "spent_at",
+    "project_id",
+    "activation_id",
+    "evaluator",
+    "judge_model",
+    "tokens",
+    "cost_usd",
+]
+_SPENT_SELECT = (
+    "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC'), project_id, activation_id, evaluator, "
+    "judge_model, toUInt64(tokens), cost_usd"
+)
 
 
 class EvaluationRow(TypedDict):
@@ -151,7 +171,8 @@ class Evaluations:
         ``activation_started_at`` (the activation record's ``started_at``) when it has one,
         else its activation's start looked up; rows whose ``activation_rerun_id`` names a
         paired rerun (the activation record's ``rerun_id``) are stored but not copied: rerun
-        traffic never counts in the production scorecards."""
+        traffic never counts in the production scorecards. A judge's row that cost tokens is
+        also entered in the spend ledger (``judge_spend``), which nothing replaces."""
         if not evaluations:
             return 0
         table = evaluation_table(project_id, evaluations)
@@ -163,6 +184,18 @@ class Evaluations:
         if len(production) < len(evaluations):
             table = table.take(pa.array(production, pa.int64()))
         rollups.record(project_id, table, started)
+        # last: a retry after a failure above writes the evaluations again (they replace),
+        # and the ledger, which nothing replaces, only once
+        paid = [
+            i
+            for i, row in enumerate(evaluations)
+            if row.get("judge_model") and (row.get("cost_usd") or row.get("tokens"))
+        ]
+        if paid:
+            spent = evaluation_table(project_id, [evaluations[i] for i in paid])
+            self._store.insert_select(
+                "judge_spend", _SPENT_COLUMNS, _SPENT_SELECT, spent, STRUCTURE
+            )
         return len(evaluations)
 
     def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:
