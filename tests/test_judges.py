@@ -231,7 +231,11 @@ def test_valid_verdicts_of_the_three_contract_rubrics_are_stored_with_cost(
             for name in ("dispatch", "internal_trajectory", "integration")
         ]
     sent = [r.body for r in server.model_requests]
-    assert judged == [
+    # each row keeps a digest of the prompt it answered (a rebuilt session's unchanged activation
+    # is answered with it, not paid for again): SHA-256, one per rubric
+    hashes = [j.inputs_hash for j in judged]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes) and len(set(hashes)) == 3
+    assert [replace(j, inputs_hash="") for j in judged] == [
         Evaluation(
             activation_id=activation.activation_id,
             evaluator="dispatch",

@@ -29,6 +29,7 @@ from skillsight.rebuild.finalizer import ActivationsReady
 from skillsight.rebuild.session import rebuild_session
 from skillsight.runtime import build_scheduler
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import Activation
 from tests.test_activations import SCENARIOS, load
 
 MODEL = "openai/judge-test"
@@ -297,6 +298,66 @@ def test_what_judges_spent_stays_counted_when_a_rebuilt_session_is_scored_again(
     assert row["activation_rebuilt_at"] == rebuilt.rebuilt_at and row["cost_usd"] == 0.0
     paid = (USAGE.input_tokens * 2.0 + USAGE.output_tokens * 8.0) / 1e6
     assert spent == pytest.approx(paid)
+
+
+def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
+    one_skill: tuple[Path, str],
+) -> None:
+    """The verdict cache lives in the process (2,048 verdicts), so a restarted service, or a
+    busy one whose cache moved on before the session's next prompt, would judge an unchanged
+    activation again: pay again, and perhaps answer differently. The stored verdict of the same
+    prompt (its SHA-256 is kept with the row) is the answer instead; a changed activation is
+    judged anew."""
+    data, activation_id = one_skill
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        settings = Settings.load(
+            {"data_dir": data, "eval_evaluators": "dispatch"}, env=judge_env(url)
+        )
+        store = EmbeddedStore(data)
+        try:
+            (activation,) = store.activations.find("default")
+
+            def score_in_a_new_process(version: Activation) -> Evaluation:
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setenv("OPENAI_API_KEY", "test-key")
+                    scheduler = build_scheduler(store, settings)  # its judges' caches are empty
+
+                    async def score() -> list[Evaluation]:
+                        async with scheduler:
+                            return await scheduler.score("default", [version])
+
+                    (evaluation,) = asyncio.run(score())
+                    return evaluation
+
+            first = score_in_a_new_process(activation)
+            rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+            again = score_in_a_new_process(rebuilt)
+            calls_after_unchanged = len(server.model_requests)
+            changed = rebuilt.model_copy(
+                update={"rebuilt_at": "2099-01-02T00:00:00.000000Z", "request": "Sum the CSV."}
+            )
+            anew = score_in_a_new_process(changed)
+            (row,) = store.evaluations.for_activation("default", activation_id)
+            midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+            spent = store.evaluations.judge_spend_since(midnight)
+        finally:
+            store.close()
+    assert calls_after_unchanged == 1
+    assert first.tokens > 0 and first.inputs_hash
+    assert (again.score, again.label, again.reason, again.findings, again.evidence) == (
+        first.score,
+        first.label,
+        first.reason,
+        first.findings,
+        first.evidence,
+    )
+    assert (again.tokens, again.cost_usd, again.inputs_hash) == (0, 0.0, first.inputs_hash)
+    assert len(server.model_requests) == 2 and anew.tokens > 0
+    assert anew.inputs_hash != first.inputs_hash
+    assert row["activation_rebuilt_at"] == changed.rebuilt_at
+    assert row["inputs_hash"] == anew.inputs_hash
+    assert spent == pytest.approx(2 * (USAGE.input_tokens * 2.0 + USAGE.output_tokens * 8.0) / 1e6)
 
 
 def test_the_spend_cap_rereads_the_store_and_keeps_its_figure_when_the_read_fails() -> None:

@@ -7,10 +7,12 @@ shared by many evaluations and the same inputs always give the same evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from skillsight.evaluators._baseline import Baseline
 from skillsight.evaluators._embedding import Embedder
+from skillsight.evaluators._model import Evaluation
 from skillsight.skills import SkillManifest
 from skillsight.store.records import VisibleSkill
 
@@ -48,6 +50,10 @@ class EvaluationContext:
     catalogue: tuple[VisibleSkill, ...] = field(default=())
     """The skills the agent could see, for activations whose telemetry does not list them
     (Claude Code's native telemetry does not): the project's scanned skill catalogue."""
+    earlier: Mapping[str, Evaluation] = field(default_factory=dict)
+    """The activation's stored evaluations, by evaluator, when the caller read them (the online
+    scheduler does for judges): a judge shown the same prompt again answers with its stored
+    verdict instead of paying for another (a session is scored again at each rebuild)."""
 
 
 EMPTY_CONTEXT = EvaluationContext()

@@ -158,6 +158,8 @@ class Evaluation:
     unseen: tuple[str, ...] = ()
     """What the evaluator could not see (codes of ``skillsight.evaluators.UNSEEN``): outputs
     not exported, message text not logged, the workspace unknown. The reason says it too."""
+    inputs_hash: str = ""
+    """A digest of what the evaluator was shown (a judge: its prompt); "" when not kept."""
 
     def __post_init__(self) -> None:
         if self.score is not None and not 0.0 <= self.score <= 1.0:
@@ -214,6 +216,7 @@ class Evaluation:
             "evaluated_at_us": evaluated_at_us,
             "activation_rebuilt_at": activation_rebuilt_at,
             "unseen": list(self.unseen),
+            "inputs_hash": self.inputs_hash,
         }
 
     @classmethod
@@ -283,4 +286,5 @@ class Evaluation:
             skill_name=str(row.get("skill_name", "")),
             skill_version=str(row.get("skill_version", "")),
             unseen=tuple(str(u) for u in row.get("unseen") or ()),
+            inputs_hash=str(row.get("inputs_hash") or ""),
         )

@@ -32,6 +32,7 @@ class ServiceEvaluators:
     rates: dict[str, float] = field(default_factory=dict)
     judges: str = ""
     """One line for the log: which judges run, or why none do."""
+    judge_names: tuple[str, ...] = ()
 
     @property
     def needs_trajectories(self) -> bool:
@@ -49,7 +50,8 @@ def service_evaluators(settings: Settings, store: Store | None = None) -> Servic
     for judge in setup.registry or ():
         registry.register(judge)
     rates = {**setup.rates, **parse_rates(settings.eval_sample, registry.names)}
-    return ServiceEvaluators(registry, rates, setup.reason)
+    judge_names = tuple(judge.name for judge in setup.registry or ())
+    return ServiceEvaluators(registry, rates, setup.reason, judge_names)
 
 
 def _recorded_spend(store: Store) -> RecordedSpend:
@@ -81,7 +83,12 @@ def build_scheduler(
         registry=registry,
         evaluators=names,
         rates=service.rates,
-        assembler=ContextAssembler(store, trajectories=service.needs_trajectories),
+        assembler=ContextAssembler(
+            store,
+            trajectories=service.needs_trajectories,
+            # a judge answers an unchanged activation with its stored verdict
+            verdicts=bool(set(service.judge_names) & set(names or registry.names)),
+        ),
         skills=split_names(settings.eval_skills),
         agents=split_names(settings.eval_agents),
         projects=split_names(settings.eval_projects),

@@ -49,6 +49,7 @@ EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("evaluated_at", pa.int64(), "Int64", "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"),
     ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
     ("unseen", pa.list_(_STR), "Array(String)", "unseen"),
+    ("inputs_hash", _STR, "String", "inputs_hash"),
 )
 # The streamed column carrying evaluated_at is named for its unit.
 _SOURCE = {"evaluated_at": "evaluated_at_us"}
@@ -69,7 +70,7 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
         missing = sorted(k for k in _REQUIRED - {"project_id"} if not row.get(k))
         if missing:
             raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
-        prepared.append({**row, "project_id": project_id})
+        prepared.append({"inputs_hash": "", **row, "project_id": project_id})
     try:
         return pa.Table.from_pylist(prepared, schema=SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -80,7 +81,7 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
 _LIST_EVALUATIONS = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
@@ -94,7 +95,7 @@ ORDER BY evaluator, evaluator_version"""
 _LIST_EVALUATIONS_OF = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen,
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
@@ -155,6 +156,7 @@ class EvaluationRow(TypedDict):
     latency_ms: float
     activation_rebuilt_at: str
     unseen: list[str]
+    inputs_hash: str
     evaluated_at_us: int
 
 

@@ -212,7 +212,19 @@ class JudgeEvaluator(Evaluator):
         )
         cached = self.cache.get(key)
         if cached is not None:
-            return self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
+            found = self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
+            return replace(found, inputs_hash=key.inputs_hash)
+        stored = context.earlier.get(self.name)
+        if (
+            stored is not None
+            and stored.inputs_hash == key.inputs_hash
+            and (stored.version, stored.judge_model) == (self.version, self.model)
+            and stored.score is not None
+            and not stored.error
+        ):
+            # judged before on this very prompt (another process, or out of the cache since):
+            # the same verdict, and nothing spent now
+            return replace(stored, tokens=0, cost_usd=0.0, latency_ms=0.0)
         if not self.spend_cap.allows():
             return self._unscored(activation, NOT_EVALUATED, SPEND_CAP_REACHED)
         boundary = new_boundary(system, user)
@@ -231,9 +243,10 @@ class JudgeEvaluator(Evaluator):
             )
         self.spend_cap.record(reply.cost_usd)
         self.cache.put(key, reply.verdict)
-        return self._scored(
+        judged = self._scored(
             activation, reply.verdict, checks, rendered.shown_steps, reply.tokens, reply.cost_usd
         )
+        return replace(judged, inputs_hash=key.inputs_hash)
 
     def _scored(
         self,

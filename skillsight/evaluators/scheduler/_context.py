@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 from skillsight.errors import SkillError
 from skillsight.evaluators._baseline import Baseline, RollingBaseline
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._model import Evaluation
 from skillsight.evaluators.judges import judge_context
 from skillsight.rebuild.trajectories.atif import Trajectory
 from skillsight.skills import SkillManifest, load_skill
@@ -103,12 +104,15 @@ class ContextAssembler:
         catalogue_ttl_s: float = 10.0,
         seed: bool = True,
         trajectories: bool = False,
+        verdicts: bool = False,
     ) -> None:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
         self.seed = seed
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
+        self.verdicts = verdicts
+        """Also read the activations' stored judge verdicts (:meth:`earlier_verdicts`)."""
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
@@ -131,14 +135,35 @@ class ContextAssembler:
             self._catalogues[project_id] = (now, entries)
         return entries
 
+    def earlier_verdicts(
+        self, project_id: str, activations: Sequence[Activation]
+    ) -> dict[str, dict[str, Evaluation]]:
+        """Per activation id, its stored judge verdicts that say what prompt they answered,
+        by evaluator (one query); nothing unless the assembler reads ``verdicts``."""
+        if not self.verdicts or not activations:
+            return {}
+        rows = self.store.evaluations.of(project_id, [a.activation_id for a in activations])
+        return {
+            key: {
+                str(r["evaluator"]): Evaluation.from_row(r)
+                for r in found
+                if r["judge_model"] and r["inputs_hash"]
+            }
+            for key, found in rows.items()
+        }
+
     def context(
-        self, activation: Activation, siblings: Sequence[Activation] = ()
+        self,
+        activation: Activation,
+        siblings: Sequence[Activation] = (),
+        earlier: Mapping[str, Evaluation] | None = None,
     ) -> EvaluationContext:
         """The activation's context; the baseline is the one *before* it is observed.
 
         ``siblings``: other activations of its session at hand; what the agent said after this
         one's integration message (their integration messages) is where an integration message
-        that only announced the next step leaves the use of the skill's values."""
+        that only announced the next step leaves the use of the skill's values. ``earlier``:
+        its stored judge verdicts (:meth:`earlier_verdicts`)."""
         entries = self.catalogue(activation.project_id)
         visible = tuple(
             VisibleSkill(name=name, description=str(entry.get("description") or ""))
@@ -166,6 +191,7 @@ class ContextAssembler:
             baseline=self._baseline_before(activation),
             catalogue=visible,
             later_messages=later_messages(activation, siblings),
+            earlier=earlier or {},
         )
         if not self.trajectories:
             return context

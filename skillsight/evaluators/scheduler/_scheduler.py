@@ -90,14 +90,23 @@ def score_activations(
     their skills' baselines. Pure CPU and store reads; writes nothing."""
     contexts: dict[str, EvaluationContext] = {}
     sessions: dict[str, list[Activation]] = {}
+    projects: dict[str, list[Activation]] = {}
     for activation in activations:
         sessions.setdefault(activation.session_id, []).append(activation)
+        projects.setdefault(activation.project_id, []).append(activation)
+    earlier = {
+        key: verdicts
+        for project_id, own in projects.items()
+        for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
+    }
 
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)
         if found is None:
             siblings = sessions.get(activation.session_id, ())
-            found = contexts[activation.activation_id] = assembler.context(activation, siblings)
+            found = contexts[activation.activation_id] = assembler.context(
+                activation, siblings, earlier.get(activation.activation_id)
+            )
         return found
 
     out: list[Evaluation] = []
