@@ -318,6 +318,8 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
         try:
             (activation,) = store.activations.find("default")
 
+            shown: list[dict[str, Any]] = []  # /healthz evaluation.evaluator_health.dispatch
+
             def score_in_a_new_process(version: Activation) -> Evaluation:
                 with pytest.MonkeyPatch.context() as patch:
                     patch.setenv("OPENAI_API_KEY", "test-key")
@@ -328,6 +330,9 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
                             return await scheduler.score("default", [version])
 
                     (evaluation,) = asyncio.run(score())
+                    health = scheduler.health()["evaluator_health"]
+                    assert isinstance(health, dict)
+                    shown.append(health["dispatch"])
                     return evaluation
 
             first = score_in_a_new_process(activation)
@@ -344,6 +349,13 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
         finally:
             store.close()
     assert calls_after_unchanged == 1
+    counts = [{k: h[k] for k in ("model_calls", "cached", "stored_reused")} for h in shown]
+    assert counts == [
+        {"model_calls": 1, "cached": 0, "stored_reused": 0},
+        {"model_calls": 0, "cached": 0, "stored_reused": 1},
+        {"model_calls": 1, "cached": 0, "stored_reused": 0},
+    ]
+    assert shown[0]["model"] == MODEL and shown[0]["spent_today_usd"] > 0
     assert first.tokens > 0 and first.inputs_hash
     assert (again.score, again.label, again.reason, again.findings, again.evidence) == (
         first.score,

@@ -52,6 +52,11 @@ class Evaluator(ABC):
         client library), so that a service does it before it listens; raises
         :class:`~skillsight.errors.SkillsightError` when that cannot be loaded."""
 
+    def health(self) -> dict[str, object]:
+        """What ``/healthz`` shows of this evaluator beyond the scheduler's counters (a judge:
+        its model calls, reused verdicts and the day's spend); most have nothing to add."""
+        return {}
+
     def prepare(  # noqa: B027 - an optional hook: most evaluators need no warm-up
         self, activations: Sequence[Activation], context: EvaluationContext
     ) -> None:

@@ -64,6 +64,26 @@ class JudgeEvaluator(Evaluator):
         self.cache = cache if cache is not None else VerdictCache(client.settings.cache_size)
         self._slots = threading.BoundedSemaphore(client.settings.concurrency)
         self._system = system_prompt()
+        self._counts = {"model_calls": 0, "cached": 0, "stored_reused": 0}
+        self._counts_lock = threading.Lock()
+
+    def _count(self, what: str) -> None:
+        with self._counts_lock:
+            self._counts[what] += 1
+
+    def health(self) -> dict[str, object]:
+        """Model calls made (failed ones too), verdicts answered from the in-memory cache and
+        from the store (a rebuilt session's unchanged activation), and the day's spend cap."""
+        with self._counts_lock:
+            counts: dict[str, object] = dict(self._counts)
+        cap = self.spend_cap
+        return {
+            **counts,
+            "model": self.model,
+            "spent_today_usd": round(cap.spent_usd, 6),
+            "daily_cap_usd": cap.limit_usd,
+            "refused_today": cap.refused,
+        }
 
     @classmethod
     def for_rubric(
@@ -212,6 +232,7 @@ class JudgeEvaluator(Evaluator):
         )
         cached = self.cache.get(key)
         if cached is not None:
+            self._count("cached")
             found = self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
             return replace(found, inputs_hash=key.inputs_hash)
         stored = context.earlier.get(self.name)
@@ -224,6 +245,7 @@ class JudgeEvaluator(Evaluator):
         ):
             # judged before on this very prompt (another process, or out of the cache since):
             # the same verdict, and nothing spent now
+            self._count("stored_reused")
             return replace(stored, tokens=0, cost_usd=0.0, latency_ms=0.0)
         if not self.spend_cap.allows():
             return self._unscored(activation, NOT_EVALUATED, SPEND_CAP_REACHED)
@@ -235,6 +257,7 @@ class JudgeEvaluator(Evaluator):
         schema = verdict_schema(self.rubric.output, tuple(c.id for c in checks))
         try:
             with self._slots:
+                self._count("model_calls")
                 reply = self.client.complete(messages, schema, name=self.name)
         except JudgeCallError as exc:
             self.spend_cap.record(exc.cost_usd)

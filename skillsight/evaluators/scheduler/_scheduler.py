@@ -320,6 +320,10 @@ class EvaluationScheduler:
             "last_error": s.last_error,
             "last_batch_ms": round(s.last_batch_ms, 1),
             "last_latency_ms": round(s.last_latency_ms, 1),
+            # what evaluators tell of themselves (judges: calls, reused verdicts, spend)
+            "evaluator_health": {
+                name: shown for name in self.policies if (shown := self.registry.get(name).health())
+            },
         }
 
     # -- scoring ---------------------------------------------------------------------------------
