@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from demo.scripted_openai import Json, Reply, ScriptedOpenAI, Usage
+from skillsight.api._routes.metrics import _judges as judge_metrics
 from skillsight.cli import app
 from skillsight.config import Settings
 from skillsight.evaluators import DETERMINISTIC, Evaluation
@@ -319,6 +320,7 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
             (activation,) = store.activations.find("default")
 
             shown: list[dict[str, Any]] = []  # /healthz evaluation.evaluator_health.dispatch
+            exposed: list[str] = []  # and its lines of /metrics
 
             def score_in_a_new_process(version: Activation) -> Evaluation:
                 with pytest.MonkeyPatch.context() as patch:
@@ -333,6 +335,7 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
                     health = scheduler.health()["evaluator_health"]
                     assert isinstance(health, dict)
                     shown.append(health["dispatch"])
+                    exposed.append("".join(judge_metrics(health)))
                     return evaluation
 
             first = score_in_a_new_process(activation)
@@ -356,6 +359,12 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
         {"model_calls": 1, "cached": 0, "stored_reused": 0},
     ]
     assert shown[0]["model"] == MODEL and shown[0]["spent_today_usd"] > 0
+    assert 'skillsight_judge_model_calls_total{judge="dispatch"} 0.0\n' in exposed[1]
+    assert (
+        'skillsight_judge_verdicts_reused_total{judge="dispatch",source="store"} 1.0\n'
+        in exposed[1]
+    )
+    assert "# TYPE skillsight_judge_spent_today_usd gauge" in exposed[1]
     assert first.tokens > 0 and first.inputs_hash
     assert (again.score, again.label, again.reason, again.findings, again.evidence) == (
         first.score,

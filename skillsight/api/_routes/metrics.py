@@ -142,6 +142,7 @@ def render(services: Services) -> Iterator[str]:
             "From the last scored session's rebuild to its stored scores.",
             s.last_latency_ms / 1e3,
         )
+        yield from _judges(scheduler.health().get("evaluator_health"))
     poller = services.poller
     if poller is not None:
         yield from _one(
@@ -150,3 +151,42 @@ def render(services: Services) -> Iterator[str]:
             "Rebuilt sessions found in the store for scoring.",
             poller.sessions_found,
         )
+
+
+def _judges(shown: object) -> Iterator[str]:
+    """Each judge's calls, reused verdicts and the day's spend (``evaluator_health``)."""
+    judges = {
+        name: health
+        for name, health in (shown.items() if isinstance(shown, dict) else ())
+        if isinstance(health, dict) and "model_calls" in health
+    }
+    if not judges:
+        return
+    yield from _family(
+        "judge_model_calls_total",
+        "counter",
+        "Calls to the judge model (failed ones too).",
+        *((f'{{judge="{n}"}}', h["model_calls"]) for n, h in judges.items()),
+    )
+    yield from _family(
+        "judge_verdicts_reused_total",
+        "counter",
+        "Verdicts answered without a call: from the cache or the store (a rebuilt session).",
+        *(
+            (f'{{judge="{n}",source="{source}"}}', h[key])
+            for n, h in judges.items()
+            for source, key in (("cache", "cached"), ("store", "stored_reused"))
+        ),
+    )
+    yield from _family(
+        "judge_spent_today_usd",
+        "gauge",
+        "Dollars judges spent today (UTC), every process's as the store says.",
+        *((f'{{judge="{n}"}}', h["spent_today_usd"]) for n, h in judges.items()),
+    )
+    yield from _family(
+        "judge_daily_cap_usd",
+        "gauge",
+        "The daily spend cap; judging stops when it is reached.",
+        *((f'{{judge="{n}"}}', h["daily_cap_usd"]) for n, h in judges.items()),
+    )
