@@ -50,10 +50,11 @@ class EvaluationContext:
     catalogue: tuple[VisibleSkill, ...] = field(default=())
     """The skills the agent could see, for activations whose telemetry does not list them
     (Claude Code's native telemetry does not): the project's scanned skill catalogue."""
-    earlier: Mapping[str, Evaluation] = field(default_factory=dict)
-    """The activation's stored evaluations, by evaluator, when the caller read them (the online
-    scheduler does for judges): a judge shown the same prompt again answers with its stored
-    verdict instead of paying for another (a session is scored again at each rebuild)."""
+    earlier: Mapping[tuple[str, str], Evaluation] = field(default_factory=dict)
+    """The activation's stored evaluations, by (evaluator, version), when the caller read them
+    (the online scheduler does for judges): a judge shown the same prompt again answers with
+    its stored verdict instead of paying for another (a session is scored again at each
+    rebuild)."""
 
 
 EMPTY_CONTEXT = EvaluationContext()

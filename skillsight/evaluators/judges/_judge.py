@@ -235,11 +235,11 @@ class JudgeEvaluator(Evaluator):
             self._count("cached")
             found = self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
             return replace(found, inputs_hash=key.inputs_hash)
-        stored = context.earlier.get(self.name)
+        stored = context.earlier.get((self.name, self.version))
         if (
             stored is not None
             and stored.inputs_hash == key.inputs_hash
-            and (stored.version, stored.judge_model) == (self.version, self.model)
+            and stored.judge_model == self.model
             and stored.score is not None
             and not stored.error
         ):

@@ -137,15 +137,15 @@ class ContextAssembler:
 
     def earlier_verdicts(
         self, project_id: str, activations: Sequence[Activation]
-    ) -> dict[str, dict[str, Evaluation]]:
+    ) -> dict[str, dict[tuple[str, str], Evaluation]]:
         """Per activation id, its stored judge verdicts that say what prompt they answered,
-        by evaluator (one query); nothing unless the assembler reads ``verdicts``."""
+        by (evaluator, version) (one query); nothing unless the assembler reads ``verdicts``."""
         if not self.verdicts or not activations:
             return {}
         rows = self.store.evaluations.of(project_id, [a.activation_id for a in activations])
         return {
             key: {
-                str(r["evaluator"]): Evaluation.from_row(r)
+                (str(r["evaluator"]), str(r["evaluator_version"])): Evaluation.from_row(r)
                 for r in found
                 if r["judge_model"] and r["inputs_hash"]
             }
@@ -156,7 +156,7 @@ class ContextAssembler:
         self,
         activation: Activation,
         siblings: Sequence[Activation] = (),
-        earlier: Mapping[str, Evaluation] | None = None,
+        earlier: Mapping[tuple[str, str], Evaluation] | None = None,
     ) -> EvaluationContext:
         """The activation's context; the baseline is the one *before* it is observed.
 
