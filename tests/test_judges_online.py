@@ -124,6 +124,21 @@ def test_eval_run_judges_dispatch_with_the_session_trajectory(
     assert row["tokens"] == 1050
     assert row["cost_usd"] == pytest.approx((1000 * 2.0 + 50 * 8.0) / 1e6)
 
+    # run again (a new process, its verdict cache empty): the stored verdict of the same
+    # prompt answers, nothing is paid twice
+    with server as url:
+        for name, value in judge_env(url).items():
+            monkeypatch.setenv(name, value)
+        again = runner.invoke(app, ["eval", "run", "--evaluator", "dispatch", "--data", str(data)])
+    assert again.exit_code == 0, again.output
+    assert len(server.model_requests) == 1
+    store = EmbeddedStore(data)
+    try:
+        (row,) = store.evaluations.for_activation("default", activation_id)
+    finally:
+        store.close()
+    assert (row["score"], row["tokens"], row["cost_usd"]) == (1.0, 0, 0.0)
+
 
 def test_without_a_judge_model_eval_run_says_so_and_scores_deterministically(
     one_skill: tuple[Path, str], monkeypatch: pytest.MonkeyPatch

@@ -46,13 +46,15 @@ def backfill(
     registry: Registry | None = None,
     rates: Mapping[str, float] | None = None,
     trajectories: bool = False,
+    verdicts: bool = False,
     batch: int = 500,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> BackfillReport:
     """Score every current activation of the project (started since ``since``, of ``skill``)
     with the chosen evaluators (all of ``registry`` by default, each at its ``rates`` share)
-    and store the rows. ``trajectories`` reads each session's trajectory for the judges."""
+    and store the rows. ``trajectories`` reads each session's trajectory for the judges;
+    ``verdicts`` their stored verdicts (a judge shown the same prompt answers with its own)."""
     started = time.perf_counter()
     registry = registry or deterministic_registry()
     names = list(evaluators) if evaluators is not None else registry.names
@@ -64,7 +66,7 @@ def backfill(
     if on_total is not None:
         on_total(len(found))
     # baselines grow in start order instead of being seeded
-    assembler = ContextAssembler(store, seed=False, trajectories=trajectories)
+    assembler = ContextAssembler(store, seed=False, trajectories=trajectories, verdicts=verdicts)
     report = BackfillReport(activations=len(found))
     for offset in range(0, len(found), batch):
         chunk = found[offset : offset + batch]
