@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,25 @@ def judge_env(url: str) -> dict[str, str]:
         "SKILLSIGHT_JUDGE_OUTPUT_USD_PER_MTOK": "8.0",
         "OPENAI_API_KEY": "test-key",
     }
+
+
+@contextmanager
+def dispatch_only(
+    data: Path,
+) -> Iterator[tuple[ScriptedOpenAI, Settings, EmbeddedStore, Activation]]:
+    """The scripted judge model, the service's settings with the dispatch judge as the one
+    evaluator, the store and its one activation."""
+    server = ScriptedOpenAI(dispatch_verdict)
+    with server as url:
+        settings = Settings.load(
+            {"data_dir": data, "eval_evaluators": "dispatch"}, env=judge_env(url)
+        )
+        store = EmbeddedStore(data)
+        try:
+            (activation,) = store.activations.find("default")
+            yield server, settings, store, activation
+        finally:
+            store.close()
 
 
 @pytest.fixture
@@ -285,31 +305,22 @@ def test_what_judges_spent_stays_counted_when_a_rebuilt_session_is_scored_again(
     that paid. What was spent must stay counted against the day's cap (a restarted service or
     a second worker reads it from the store), also once ClickHouse has merged the old row away."""
     data, activation_id = one_skill
-    server = ScriptedOpenAI(dispatch_verdict)
-    with server as url:
-        settings = Settings.load(
-            {"data_dir": data, "eval_evaluators": "dispatch"}, env=judge_env(url)
-        )
-        store = EmbeddedStore(data)
-        try:
-            (activation,) = store.activations.find("default")
-            rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("OPENAI_API_KEY", "test-key")
-                scheduler = build_scheduler(store, settings)
+    with dispatch_only(data) as (server, settings, store, activation):
+        rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("OPENAI_API_KEY", "test-key")
+            scheduler = build_scheduler(store, settings)
 
-                async def score() -> None:
-                    async with scheduler:
-                        await scheduler.score("default", [activation])
-                        await scheduler.score("default", [rebuilt])  # its session rebuilt
+            async def score() -> None:
+                async with scheduler:
+                    await scheduler.score("default", [activation])
+                    await scheduler.score("default", [rebuilt])  # its session rebuilt
 
-                asyncio.run(score())
-            store.execute("OPTIMIZE TABLE evaluations FINAL")
-            (row,) = store.evaluations.for_activation("default", activation_id)
-            midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-            spent = store.evaluations.judge_spend_since(midnight)
-        finally:
-            store.close()
+            asyncio.run(score())
+        store.execute("OPTIMIZE TABLE evaluations FINAL")
+        (row,) = store.evaluations.for_activation("default", activation_id)
+        midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = store.evaluations.judge_spend_since(midnight)
     assert len(server.model_requests) == 1  # the second scoring was answered from the cache
     assert row["activation_rebuilt_at"] == rebuilt.rebuilt_at and row["cost_usd"] == 0.0
     paid = (USAGE.input_tokens * 2.0 + USAGE.output_tokens * 8.0) / 1e6
@@ -325,47 +336,37 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
     prompt (its SHA-256 is kept with the row) is the answer instead; a changed activation is
     judged anew."""
     data, activation_id = one_skill
-    server = ScriptedOpenAI(dispatch_verdict)
-    with server as url:
-        settings = Settings.load(
-            {"data_dir": data, "eval_evaluators": "dispatch"}, env=judge_env(url)
+    shown: list[dict[str, Any]] = []  # /healthz evaluation.evaluator_health.dispatch
+    exposed: list[str] = []  # and its lines of /metrics
+    with dispatch_only(data) as (server, settings, store, activation):
+
+        def score_in_a_new_process(version: Activation) -> Evaluation:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("OPENAI_API_KEY", "test-key")
+                scheduler = build_scheduler(store, settings)  # its judges' caches are empty
+
+                async def score() -> list[Evaluation]:
+                    async with scheduler:
+                        return await scheduler.score("default", [version])
+
+                (evaluation,) = asyncio.run(score())
+                health = scheduler.health()["evaluator_health"]
+                assert isinstance(health, dict)
+                shown.append(health["dispatch"])
+                exposed.append("".join(judge_metrics(health)))
+                return evaluation
+
+        first = score_in_a_new_process(activation)
+        rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        again = score_in_a_new_process(rebuilt)
+        calls_after_unchanged = len(server.model_requests)
+        changed = rebuilt.model_copy(
+            update={"rebuilt_at": "2099-01-02T00:00:00.000000Z", "request": "Sum the CSV."}
         )
-        store = EmbeddedStore(data)
-        try:
-            (activation,) = store.activations.find("default")
-
-            shown: list[dict[str, Any]] = []  # /healthz evaluation.evaluator_health.dispatch
-            exposed: list[str] = []  # and its lines of /metrics
-
-            def score_in_a_new_process(version: Activation) -> Evaluation:
-                with pytest.MonkeyPatch.context() as patch:
-                    patch.setenv("OPENAI_API_KEY", "test-key")
-                    scheduler = build_scheduler(store, settings)  # its judges' caches are empty
-
-                    async def score() -> list[Evaluation]:
-                        async with scheduler:
-                            return await scheduler.score("default", [version])
-
-                    (evaluation,) = asyncio.run(score())
-                    health = scheduler.health()["evaluator_health"]
-                    assert isinstance(health, dict)
-                    shown.append(health["dispatch"])
-                    exposed.append("".join(judge_metrics(health)))
-                    return evaluation
-
-            first = score_in_a_new_process(activation)
-            rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
-            again = score_in_a_new_process(rebuilt)
-            calls_after_unchanged = len(server.model_requests)
-            changed = rebuilt.model_copy(
-                update={"rebuilt_at": "2099-01-02T00:00:00.000000Z", "request": "Sum the CSV."}
-            )
-            anew = score_in_a_new_process(changed)
-            (row,) = store.evaluations.for_activation("default", activation_id)
-            midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-            spent = store.evaluations.judge_spend_since(midnight)
-        finally:
-            store.close()
+        anew = score_in_a_new_process(changed)
+        (row,) = store.evaluations.for_activation("default", activation_id)
+        midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        spent = store.evaluations.judge_spend_since(midnight)
     assert calls_after_unchanged == 1
     counts = [{k: h[k] for k in ("model_calls", "cached", "stored_reused")} for h in shown]
     assert counts == [
