@@ -358,6 +358,23 @@ def test_a_skills_baseline_starts_from_its_stored_activations(
     )
 
 
+def test_after_a_restart_a_rescored_activation_is_not_part_of_its_own_baseline(
+    embedded_store: EmbeddedStore, session: Rebuilt, recorded: Activation
+) -> None:
+    """A restarted scheduler loads the skill's stored window, which holds the activations of a
+    session now rebuilt and scored again: each is compared with the window without itself."""
+    earlier = copies(recorded, 6)
+    embedded_store.rebuilds.write_one(
+        PROJECT, Rebuilt(session.session_id, session.trajectory, earlier)
+    )
+    assembler = ContextAssembler(embedded_store)  # a fresh process: nothing compared yet
+    first = assembler.context(earlier[0]).baseline  # loads the other five
+    assembler.observe(earlier[0])
+    second = assembler.context(earlier[1]).baseline  # in the window loaded at start
+    assert first is not None and first.samples == 5
+    assert second is not None and second.samples == 5  # the six stored, itself left out
+
+
 def test_a_rescored_activation_keeps_the_baseline_from_before_it(
     embedded_store: EmbeddedStore, recorded: Activation
 ) -> None:

@@ -55,16 +55,19 @@ class _Window:
     """One skill's recent samples: in arrival order (for eviction) and each metric kept sorted,
     so a median is an index instead of three sorts of the whole window per lookup."""
 
-    __slots__ = ("baseline", "ordered", "samples", "unordered")
+    __slots__ = ("baseline", "ids", "ordered", "samples", "unordered")
 
     def __init__(self, size: int) -> None:
         self.samples: deque[tuple[int, int, float]] = deque(maxlen=size)
+        self.ids: deque[str] = deque(maxlen=size)
+        """The activation id of each sample, in the same order."""
         self.ordered: tuple[list[float], list[float], list[float]] = ([], [], [])
         self.unordered = 0
         """Samples holding a NaN: sorted order means nothing while any is in the window."""
         self.baseline: Baseline | None = None
 
-    def add(self, sample: tuple[int, int, float]) -> None:
+    def add(self, sample: tuple[int, int, float], key: str = "") -> None:
+        self.ids.append(key)  # its maxlen drops the oldest id with the oldest sample
         samples = self.samples
         was_unordered = self.unordered > 0
         if len(samples) == samples.maxlen:
@@ -138,12 +141,28 @@ class RollingBaseline:
             recent = self._recent.get(activation.skill_name)
             if recent is None:
                 recent = self._recent[activation.skill_name] = _Window(self.window)
-            recent.add(sample)
+            recent.add(sample, activation.activation_id)
 
-    def get(self, skill_name: str) -> Baseline | None:
-        """The skill's baseline, or None while fewer than ``min_samples`` were observed."""
+    def get(self, skill_name: str, *, excluding: str = "") -> Baseline | None:
+        """The skill's baseline, or None while fewer than ``min_samples`` were observed;
+        without the activation ``excluding`` when it is in the window (one scored again, once
+        its own sample is there: never compared with itself)."""
         with self._lock:
             recent = self._recent.get(skill_name)
-            if recent is None or len(recent.samples) < self.min_samples:
+            if recent is None:
+                return None
+            if excluding and excluding in recent.ids:
+                rest = [
+                    s for s, k in zip(recent.samples, recent.ids, strict=True) if k != excluding
+                ]
+                if len(rest) < self.min_samples:
+                    return None
+                return Baseline(
+                    tool_calls=statistics.median(s[0] for s in rest),
+                    tokens=statistics.median(s[1] for s in rest),
+                    duration_ms=statistics.median(s[2] for s in rest),
+                    samples=len(rest),
+                )
+            if len(recent.samples) < self.min_samples:
                 return None
             return recent.get()

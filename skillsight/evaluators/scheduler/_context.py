@@ -212,10 +212,15 @@ class ContextAssembler:
         is, then the one it was compared with then (its session rebuilt is scored again)."""
         key = (activation.project_id, activation.activation_id)
         with self._lock:
-            if activation.activation_id in self._observed and key in self._compared:
+            observed = activation.activation_id in self._observed
+            if observed and key in self._compared:
                 self._compared.move_to_end(key)
                 return self._compared[key]
-        baseline = self._baseline(activation.project_id).get(activation.skill_name)
+        # observed but not compared here: loaded with the stored window at start, or out of
+        # the memory above; the window then holds it, and it is left out
+        baseline = self._baseline(activation.project_id).get(
+            activation.skill_name, excluding=activation.activation_id if observed else ""
+        )
         with self._lock:
             self._compared[key] = baseline
             self._compared.move_to_end(key)
