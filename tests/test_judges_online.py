@@ -421,7 +421,10 @@ def test_the_spend_cap_rereads_the_store_and_keeps_its_figure_when_the_read_fail
     clock[0] = 30.0
     assert cap.spent_usd == pytest.approx(0.35)  # not read again yet
     clock[0] = 61.0
+    # what /healthz shows (beside the receivers) never waits on the store, even when due
+    assert (cap.known_usd, cap.refused, len(reads)) == (pytest.approx(0.35), 0, 1)
     assert (cap.spent_usd, cap.allows()) == (pytest.approx(1.05), False)
+    assert cap.known_usd == pytest.approx(1.05)
     day[0] = date(2026, 1, 2)  # a new day: reset, and the failed read leaves it at zero
     assert (cap.spent_usd, cap.allows()) == (0.0, True)
     assert reads == [date(2026, 1, 1), date(2026, 1, 1), date(2026, 1, 2)]

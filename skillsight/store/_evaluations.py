@@ -183,9 +183,10 @@ class Evaluations:
         self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
         production = [i for i, row in enumerate(evaluations) if not row.get("activation_rerun_id")]
         started = [str(evaluations[i].get("activation_started_at") or "") for i in production]
+        copied = table
         if len(production) < len(evaluations):
-            table = table.take(pa.array(production, pa.int64()))
-        rollups.record(project_id, table, started)
+            copied = table.take(pa.array(production, pa.int64()))
+        rollups.record(project_id, copied, started)
         # last: a retry after a failure above writes the evaluations again (they replace),
         # and the ledger, which nothing replaces, only once
         paid = [
@@ -194,7 +195,7 @@ class Evaluations:
             if row.get("judge_model") and (row.get("cost_usd") or row.get("tokens"))
         ]
         if paid:
-            spent = evaluation_table(project_id, [evaluations[i] for i in paid])
+            spent = table.take(pa.array(paid, pa.int64()))
             self._store.insert_select(
                 "judge_spend", _SPENT_COLUMNS, _SPENT_SELECT, spent, STRUCTURE
             )

@@ -59,11 +59,14 @@ class SpendCap:
             self._refresh()
 
     def _roll(self) -> None:
+        self._new_day()
+        self._refresh()
+
+    def _new_day(self) -> None:
         day = self._today()
         if day != self._day:
             self._day, self._spent, self._refused = day, 0.0, 0
             self._read_at = None
-        self._refresh()
 
     def _refresh(self) -> None:
         if self._recorded is None:
@@ -98,8 +101,16 @@ class SpendCap:
             return self._spent
 
     @property
+    def known_usd(self) -> float:
+        """:attr:`spent_usd` as last counted or read, without reading the store (for
+        ``/healthz``, which runs beside the receivers: the store may be busy for seconds)."""
+        with self._lock:
+            self._new_day()
+            return self._spent
+
+    @property
     def refused(self) -> int:
         """Judgements refused today because the cap was reached."""
         with self._lock:
-            self._roll()
+            self._new_day()
             return self._refused

@@ -80,7 +80,7 @@ class JudgeEvaluator(Evaluator):
         return {
             **counts,
             "model": self.model,
-            "spent_today_usd": round(cap.spent_usd, 6),
+            "spent_today_usd": round(cap.known_usd, 6),
             "daily_cap_usd": cap.limit_usd,
             "refused_today": cap.refused,
         }
