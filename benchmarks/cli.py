@@ -156,6 +156,15 @@ def bench_rebuild(
             "--per-batch", help="Also replay a provisional rebuild after every batch (slow)."
         ),
     ] = False,
+    prompts: Annotated[
+        int,
+        typer.Option(
+            "--prompts",
+            help="Prompts of a session rebuilt after each, with and without the row cache "
+            "(0 skips it).",
+        ),
+    ] = 20,
+    prompt_steps: Annotated[int, typer.Option("--prompt-steps", help="Steps per prompt.")] = 50,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
@@ -168,6 +177,7 @@ def bench_rebuild(
     """
     from benchmarks.rebuild import run_rebuild_bench
     from benchmarks.rebuild_long import run_long_session_bench
+    from benchmarks.rebuild_prompts import run_many_prompts_bench
 
     try:
         report = run_rebuild_bench(steps=steps, sessions=sessions, repeat=repeat, console=console)
@@ -184,6 +194,20 @@ def bench_rebuild(
                         f"{r['total_cpu_s']} CPU-s in all = {r['ratio']}x one rebuild "
                         f"({r['one_rebuild_cpu_s']} CPU-s)"
                     )
+        if prompts:
+            report["many_prompts"] = many = [
+                run_many_prompts_bench(prompts=prompts, steps=prompt_steps, cached=cached)
+                for cached in (True, False)
+            ]
+            for r in many:
+                console.print(
+                    f"session of {prompts} prompts of {prompt_steps} steps, rebuilt after each, "
+                    f"{'with' if r['cached'] else 'without'} the row cache: "
+                    f"{r['total_cpu_s']} CPU-s in all = {r['ratio']}x one rebuild "
+                    f"({r['one_rebuild_cpu_s']} CPU-s; read {r['read_cpu_s']}, "
+                    f"algorithm {r['algorithm_cpu_s']}, write {r['write_cpu_s']}; "
+                    f"{r['rows_read']:,} rows read)"
+                )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

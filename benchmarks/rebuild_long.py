@@ -24,7 +24,12 @@ from typing import Any
 
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
-from skillsight.rebuild.finalizer import SpanTally, default_rebuild, rebuild_sessions
+from skillsight.rebuild.finalizer import (
+    SessionRowCache,
+    SpanTally,
+    default_rebuild,
+    rebuild_sessions,
+)
 from skillsight.store import EmbeddedStore, Store
 
 PROJECT = "long"
@@ -61,14 +66,18 @@ def _insert(store: Store, tables: Any) -> None:
         store.events.insert(events)
 
 
-def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str, Any]:
+def _replay(
+    batches: list[Any], root: Any, *, growth: float | None, cached: bool = True
+) -> dict[str, Any]:
     """CPU seconds of the rebuild work; ``growth`` None: a provisional rebuild per batch.
 
-    The bounded policy is the finalizer's: below the mark of a turn still waiting for its root
-    span, no look at its span ids, on the counts of new span rows and root spans that the
-    discovery query returns (:class:`SpanTally`). That query runs after every commit
-    whatever the policy, so it is not counted (the two counts cost nothing measurable: 24.2
-    against 22.6 ms median, alternated, at 1-100 batches of this turn)."""
+        The bounded policy is the finalizer's: below the mark of a turn still waiting for its root
+        span, no look at its span ids, on the counts of new span rows and root spans that the
+        discovery query returns (:class:`SpanTally`). That query runs after every commit
+        whatever the policy, so it is not counted (the two counts cost nothing measurable: 24.2
+        against 22.6 ms median, alternated, at 1-100 batches of this turn). ``cached``: the rebuilds
+    share a row cache, as the finalizer's do (:class:`SessionRowCache`; no overlap re-read: one
+    writer)."""
     rebuild = default_rebuild()
     key = "00000000-0000-4000-8000-00000000long"
     ident = (PROJECT, key)
@@ -76,23 +85,27 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
         store = EmbeddedStore(Path(tmp) / "store")
         try:
             store.migrate()
-            cpu, provisional, looks, watermark, shown = 0.0, 0, 0, 0, 0
+            cpu, provisional, looks, watermark, shown, through = 0.0, 0, 0, 0, 0, 0
             tally: SpanTally | None = None
+            cache = SessionRowCache(overlap_us=0) if cached else None
             for tables in batches:
                 _insert(store, tables)
                 for arrival in store.sessions.arrivals(watermark):
                     watermark = max(watermark, arrival.last_ingested_us)
+                    if arrival.session_key == key:
+                        through = arrival.last_ingested_us
                     if tally is not None and arrival.session_key == key:
                         tally.arrived(arrival.span_rows, arrival.root_spans)
                 hold = {ident: math.ceil(shown * growth)} if growth and shown else {}
                 started = time.process_time()
                 outcomes, _ = rebuild_sessions(
                     store,
-                    [(PROJECT, key, 0)],
+                    [(PROJECT, key, through)],
                     rebuild=rebuild,
                     provisional={ident},
                     hold_below=hold,
                     held={ident} if tally and hold and tally.held(hold[ident]) else set(),
+                    cache=cache,
                 )
                 cpu += time.process_time() - started
                 outcome = outcomes[0]
@@ -102,9 +115,14 @@ def _replay(batches: list[Any], root: Any, *, growth: float | None) -> dict[str,
                 if outcome.rebuilt is not None:
                     provisional, shown = provisional + 1, outcome.spans
             _insert(store, root)
+            through = max(a.last_ingested_us for a in store.sessions.arrivals(watermark))
             started = time.process_time()
             outcomes, _ = rebuild_sessions(
-                store, [(PROJECT, key, 0)], rebuild=rebuild, require_complete={ident}
+                store,
+                [(PROJECT, key, through)],
+                rebuild=rebuild,
+                require_complete={ident},
+                cache=cache,
             )
             cpu += time.process_time() - started
             assert outcomes[0].complete and outcomes[0].rebuilt is not None

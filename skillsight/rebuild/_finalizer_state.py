@@ -21,7 +21,13 @@ answer is known: incomplete, and under a growth mark while that sum is (:class:`
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+
+# Discovery re-reads this far behind its watermark, and a session's rows are read again this far
+# behind what was read last: another process's insert may commit rows stamped slightly before
+# rows already seen. Keys already handled are recognised.
+OVERLAP_US = 2_000_000
 
 
 @dataclass
@@ -77,3 +83,12 @@ class SpanTally:
     def held(self, mark: int | None = None) -> bool:
         """Still incomplete (and below ``mark`` spans, when given), known without a look."""
         return self.waits_for_root and (mark is None or self.spans < mark)
+
+
+def in_shard(key: str, shard: tuple[int, int]) -> bool:
+    """The session ``key`` is rebuilt by the worker ``shard`` = (index, count)."""
+    index, count = shard
+    if count <= 1:
+        return True
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count == index

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import math
 import time
@@ -41,7 +40,14 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from skillsight.errors import SkillsightError
-from skillsight.rebuild._finalizer_state import FinalizerStats, Pending, SpanTally
+from skillsight.rebuild._finalizer_state import (
+    OVERLAP_US,
+    FinalizerStats,
+    Pending,
+    SpanTally,
+    in_shard,
+)
+from skillsight.rebuild._row_cache import SessionRowCache
 from skillsight.rebuild.catalogue import CatalogueFn
 from skillsight.rebuild.rebuild_pass import (
     Outcome,
@@ -59,6 +65,7 @@ __all__ = [
     "Finalizer",
     "Outcome",
     "RebuildFn",
+    "SessionRowCache",
     "SpanTally",
     "Subscriber",
     "default_rebuild",
@@ -67,10 +74,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# Discovery re-reads this far behind its watermark: another process's insert may commit rows
-# stamped slightly before rows it has already seen. Keys already handled are recognised.
-_OVERLAP_US = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ class Finalizer:
         drain_timeout_s: float = 60.0,
         provisional_every_s: float = 10.0,
         provisional_growth: float = 2.0,
+        cache_rows: int = 250_000,
     ) -> None:
         self.store = store
         self.quiet_s = quiet_s
@@ -122,6 +126,8 @@ class Finalizer:
         self.provisional_every_s = provisional_every_s
         self.provisional_growth = provisional_growth
         """How a turn running past max_wait_s is shown: see ``_finalizer_state``."""
+        # a session rebuilt again (the next prompt of a Claude Code session) reads what is new
+        self.rows = SessionRowCache(max_rows=cache_rows) if cache_rows > 0 else None
         # per session: (monotonic time, spans) of its last provisional rebuild
         self._provisional: dict[tuple[str, str], tuple[float, int]] = {}
         self._tallies: dict[tuple[str, str], SpanTally] = {}  # of held sessions
@@ -219,6 +225,7 @@ class Finalizer:
             "last_error": self.stats.last_error,
             "last_pass_ms": round(self.stats.last_pass_ms, 1),
             "sources": self.visibility.to_json(),
+            "row_cache": self.rows.health() if self.rows is not None else {},
         }
 
     # -- the loop --------------------------------------------------------------------------------
@@ -251,7 +258,7 @@ class Finalizer:
                 return
         try:
             touched = await asyncio.to_thread(
-                self.store.sessions.arrivals, self._watermark_us - _OVERLAP_US, self._watermark_us
+                self.store.sessions.arrivals, self._watermark_us - OVERLAP_US, self._watermark_us
             )
         except SkillsightError as exc:
             self._commits_seen = None
@@ -259,7 +266,7 @@ class Finalizer:
             return
         if touched:
             self._watermark_us = max(self._watermark_us, max(t[2] for t in touched))
-        touched = [t for t in touched if self._mine(t[1])]
+        touched = [t for t in touched if in_shard(t[1], self.shard)]
         if self._catching_up:
             owed = await asyncio.to_thread(self._not_yet_rebuilt, touched)
             # the rest was rebuilt before (by an earlier run): the overlap must not redo it
@@ -287,19 +294,12 @@ class Finalizer:
             self._pending[ident] = Pending(
                 last_us, now + self.quiet_s - waited, pending.first_seen if pending else now
             )
-        horizon = self._watermark_us - 2 * _OVERLAP_US
+        horizon = self._watermark_us - 2 * OVERLAP_US
         self._handled = {k: v for k, v in self._handled.items() if v >= horizon}
         # Only now, with what they touched pending: while the query ran, `idle` must not
         # report these commits as looked at.
         if count is not None:
             self._commits_seen = count
-
-    def _mine(self, key: str) -> bool:
-        index, count = self.shard
-        if count <= 1:
-            return True
-        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % count == index
 
     def _not_yet_rebuilt(self, touched: list[Arrival]) -> list[Arrival]:
         by_project: dict[str, list[Arrival]] = {}
@@ -362,6 +362,7 @@ class Finalizer:
                 provisional=provisional,
                 hold_below=growing,
                 held=held,
+                cache=self.rows,
             )
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
             self._count_error(f"writing rebuilds failed: {exc}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from skillsight.rebuild._gc_pause import gc_paused
+from skillsight.rebuild._row_cache import SessionRowCache
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
 from skillsight.rebuild.trajectories import (
     REQUEST_EVENTS,
@@ -20,7 +21,7 @@ from skillsight.rebuild.trajectories import (
     Span,
     requests_logged,
 )
-from skillsight.store import RebuildResult, SessionRebuild, SpanParents, Store
+from skillsight.store import RebuildResult, SessionRebuild, SessionRows, SpanParents, Store
 from skillsight.store.records import SkillContract
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ def rebuild_sessions(
     provisional: Container[tuple[str, str]] = (),
     hold_below: Mapping[tuple[str, str], int] | None = None,
     held: Container[tuple[str, str]] = (),
+    cache: SessionRowCache | None = None,
 ) -> tuple[list[Outcome], list[int]]:
     """Read, rebuild and write ``(project_id, session_key, ingested_through_us)`` sessions.
 
@@ -144,7 +146,9 @@ def rebuild_sessions(
     One in ``hold_below`` that misses a parent span and has fewer spans than its number is
     left alone too (the finalizer's bound on provisional rebuilds of a growing turn). One in
     ``held`` is left alone without a look: its caller knows it is still below its mark and
-    waits for a root span (:class:`skillsight.rebuild.growth.GrowingTurn`).
+    waits for a root span (:class:`skillsight.rebuild.finalizer.SpanTally`). With a
+    ``cache``, sessions read before are read incrementally (:class:`SessionRowCache`; a key's
+    ``ingested_through_us`` must then be what discovery found, or 0).
     """
     with gc_paused():
         return _rebuild_sessions(
@@ -156,6 +160,7 @@ def rebuild_sessions(
             provisional=provisional,
             hold_below=hold_below or {},
             held=held,
+            cache=cache,
         )
 
 
@@ -169,6 +174,7 @@ def _rebuild_sessions(
     provisional: Container[tuple[str, str]],
     hold_below: Mapping[tuple[str, str], int],
     held: Container[tuple[str, str]],
+    cache: SessionRowCache | None,
 ) -> tuple[list[Outcome], list[int]]:
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
@@ -191,17 +197,17 @@ def _rebuild_sessions(
         for ident, parents in looks.items()
         if parents.missing and (ident in require_complete or parents.spans < hold_below[ident])
     }
-    rows = {
-        project_id: store.sessions.rows_of(
-            project_id,
-            [
-                k
-                for p, k, _ in keys
-                if p == project_id and (p, k) not in held and (p, k) not in left
-            ],
-        )
-        for project_id in projects
-    }
+    rows: dict[str, dict[str, SessionRows]] = {}
+    for project_id in projects:
+        read = [
+            (k, through)
+            for p, k, through in keys
+            if p == project_id and (p, k) not in held and (p, k) not in left
+        ]
+        if cache is not None:
+            rows[project_id] = cache.read(store, project_id, read)
+        else:
+            rows[project_id] = store.sessions.rows_of(project_id, [k for k, _ in read])
     for project_id, key, _ in keys:
         ident = (project_id, key)
         outcome = Outcome(project_id, key)

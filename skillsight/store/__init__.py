@@ -28,10 +28,16 @@ if TYPE_CHECKING:
     from skillsight.store._refresher import ReadModelRefresher
     from skillsight.store._runs import METRIC_COLUMNS, RerunRow, RunResultRow, TaggedSession
     from skillsight.store._server import ServerAddress, ServerStore
-    from skillsight.store._sessions import Arrival, SessionRows, SpanParents, TouchedSession
+    from skillsight.store._sessions import (
+        Arrival,
+        SessionRows,
+        SessionsSince,
+        SpanParents,
+        TouchedSession,
+    )
     from skillsight.store._skills import SkillEntry
     from skillsight.store._store import Store
-    from skillsight.store._telemetry import EventRow, SpanRow
+    from skillsight.store._telemetry import EventRow, SessionEventRow, SessionSpanRow, SpanRow
     from skillsight.store._write_failures import store_condition
 
 
@@ -84,8 +90,11 @@ __all__ = [
     "RunRow",
     "ServerAddress",
     "ServerStore",
+    "SessionEventRow",
     "SessionRebuild",
     "SessionRows",
+    "SessionSpanRow",
+    "SessionsSince",
     "SkillEntry",
     "SpanParents",
     "SpanRow",

@@ -7,7 +7,7 @@ that trace names one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from skillsight.store._telemetry import (
@@ -96,6 +96,36 @@ FROM (
 ORDER BY time_unix_nano, record_id
 LIMIT {{limit:UInt32}}"""
 
+# What some sessions got since a point on the store's clock (a rebuild's cache of their rows
+# holds what came before): their rows ingested since then (by session id, by trace id, or
+# through SESSION_TRACES's traces), and every row of the traces in `fresh` (traces they own now
+# whose earlier rows named no session, so were never theirs), the newest copy of each.
+_SESSION_SPANS_SINCE = f"""
+SELECT {SESSION_SPAN_COLUMNS}
+FROM (
+    SELECT * FROM spans
+    WHERE project_id = {{project:String}}
+      AND ((ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+            AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+                 OR trace_id IN {{traces:Array(String)}}))
+           OR trace_id IN {{fresh:Array(String)}})
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY trace_id, span_id
+)"""
+
+_SESSION_EVENTS_SINCE = f"""
+SELECT {SESSION_EVENT_COLUMNS}
+FROM (
+    SELECT * FROM events
+    WHERE project_id = {{project:String}}
+      AND ((ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+            AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
+                 OR (trace_id != '' AND trace_id IN {{traces:Array(String)}})))
+           OR (trace_id != '' AND trace_id IN {{fresh:Array(String)}}))
+    ORDER BY ingested_at DESC
+    LIMIT 1 BY session_id, timestamp, record_id
+)"""
+
 # The span ids and parents of some sessions, nothing else: whether every parent has arrived is
 # known before a session's rows are read (a turn still running is read in full only once its
 # root span is in).
@@ -169,6 +199,17 @@ class SpanParents(NamedTuple):
 SessionRows = tuple[list[SessionSpanRow], list[SessionEventRow]]
 
 
+class SessionsSince(NamedTuple):
+    """What :meth:`Sessions.rows_since` read."""
+
+    rows: dict[str, SessionRows]
+    """Per session key: its rows since the point asked for, and all rows of its new traces."""
+    traces: dict[str, set[str]]
+    """Per session key: every trace it owns now (through a span or event naming it)."""
+    shared: set[str]
+    """Traces with rows naming two of the sessions read (their other rows go to one)."""
+
+
 class Sessions:
     """Sessions, read across the ``spans`` and ``events`` tables."""
 
@@ -184,15 +225,68 @@ class Sessions:
     ) -> dict[str, SessionRows]:
         """:meth:`rows` of several sessions in three queries."""
         keys = list(dict.fromkeys(session_keys))
-        out: dict[str, SessionRows] = {key: ([], []) for key in keys}
         if not keys:
-            return out
-        owner: dict[str, str] = {}  # trace id -> the session key it belongs to
+            return {}
+        owner, _ = self._owners(project_id, keys)
+        params = {"project": project_id, "sessions": keys, "traces": list(owner), "limit": limit}
+        return self._assign(keys, owner, (_SESSION_SPANS, _SESSION_EVENTS), params)
+
+    def rows_since(
+        self,
+        project_id: str,
+        session_keys: Sequence[str],
+        since_us: int,
+        known_traces: Collection[str],
+    ) -> SessionsSince:
+        """What these sessions got since ``since_us`` (store clock), for a caller that holds
+        their rows read before (:class:`skillsight.rebuild.rebuild_pass.SessionRowCache`):
+        rows ingested since then, and every row of the traces they own now that are not among
+        ``known_traces`` (a trace whose earlier rows named no session joins a session when a
+        later row of it names one). Each key's rows are the newest copy of each span and event
+        among those; with the rows held before, newer replacing older, they are what
+        :meth:`rows_of` reads, when nothing older than ``since_us`` commits after the rows held
+        were read (``since_us`` 0 and no known traces: what it reads). In three queries,
+        unordered."""
+        keys = list(dict.fromkeys(session_keys))
+        if not keys:
+            return SessionsSince({}, {}, set())
+        owner, shared = self._owners(project_id, keys)
+        params = {
+            "project": project_id,
+            "sessions": keys,
+            "traces": list(owner),
+            "fresh": [trace for trace in owner if trace not in known_traces],
+            "since": int(since_us),
+        }
+        queries = (_SESSION_SPANS_SINCE, _SESSION_EVENTS_SINCE)
+        traces: dict[str, set[str]] = {key: set() for key in keys}
+        for trace, key in owner.items():
+            traces[key].add(trace)
+        return SessionsSince(self._assign(keys, owner, queries, params), traces, shared)
+
+    def _owners(self, project_id: str, keys: list[str]) -> tuple[dict[str, str], set[str]]:
+        """Trace id -> the session key (of these) it belongs to; and the traces that rows name
+        two of these sessions in."""
+        owner: dict[str, str] = {}
+        shared: set[str] = set()
         found = self._store.query(_SESSION_TRACES, {"project": project_id, "sessions": keys})
         for row in found:
-            owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
-        params = {"project": project_id, "sessions": keys, "traces": list(owner), "limit": limit}
-        for index, query in enumerate((_SESSION_SPANS, _SESSION_EVENTS)):
+            trace = str(row["trace_id"])
+            if owner.setdefault(trace, str(row["session_id"])) != row["session_id"]:
+                shared.add(trace)
+        return owner, shared
+
+    def _assign(
+        self,
+        keys: list[str],
+        owner: dict[str, str],
+        queries: tuple[str, str],
+        params: dict[str, object],
+    ) -> dict[str, SessionRows]:
+        """Each row the two queries read, given to its session: its own session id when that is
+        one of ``keys``, else its trace's owner, else its trace id when that is a key."""
+        out: dict[str, SessionRows] = {key: ([], []) for key in keys}
+        for index, query in enumerate(queries):
             for row in self._store.query(query, params):
                 key = row["session_id"] if row["session_id"] in out else ""
                 key = key or owner.get(row["trace_id"], "")

@@ -1,0 +1,192 @@
+"""The rows of sessions rebuilt lately, kept so that the next rebuild reads only what is new.
+
+Claude Code sends one trace per prompt, and every complete prompt makes the finalizer rebuild
+the whole session: read from the store in full, a session of many prompts costs time quadratic
+in their number. A :class:`SessionRowCache` keeps each session's rows from its last read; the
+next read asks the store only for rows ingested since then (less the overlap that discovery
+re-reads too: an insert can commit rows stamped slightly before rows already seen) and for every
+row of a trace the session did not own before (a trace whose earlier rows named no session joins
+it when a later row names it). Newer copies replace older ones, as the store's own
+``LIMIT 1 BY`` read keeps the newest, so the rows handed to the rebuild are what a full read
+returns.
+
+A session whose rows are not all its own (a row naming another session, or a trace that another
+session of the same pass owns) is read in full every time: which session such a row belongs to
+depends on which sessions are read together. An entry is read in full again after
+``max_age_s``, so rows the store's retention deleted do not outlive it for long, and the least
+recently read sessions are dropped past ``max_rows``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from skillsight.rebuild._finalizer_state import OVERLAP_US
+
+if TYPE_CHECKING:
+    from skillsight.store import (
+        SessionEventRow,
+        SessionRows,
+        SessionSpanRow,
+        SessionsSince,
+        Store,
+    )
+
+_SpanKey = tuple[str, str]
+_EventKey = tuple[str, int, str]
+
+
+@dataclass
+class _Entry:
+    spans: dict[_SpanKey, SessionSpanRow]
+    events: dict[_EventKey, SessionEventRow]
+    traces: set[str]
+    """Traces the session owned at the last read (a span or event of them names it)."""
+    through_us: int
+    """Every row ingested before this, less the overlap, was committed when it was read."""
+    filled_s: float
+    """When the entry was read in full (monotonic)."""
+
+    @property
+    def size(self) -> int:
+        return len(self.spans) + len(self.events)
+
+
+@dataclass
+class RowCacheStats:
+    sessions_read_new: int = 0
+    """Sessions read incrementally (only what is new)."""
+    sessions_read_whole: int = 0
+    rows_read: int = 0
+    """Rows the store returned (both kinds of read)."""
+    dropped: int = 0
+    """Entries dropped: least recently read past the row bound, or not their own rows."""
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+@dataclass
+class SessionRowCache:
+    """Sessions' rows from their last read, per ``(project_id, session_key)``."""
+
+    max_rows: int = 250_000
+    max_age_s: float = 600.0
+    overlap_us: int = OVERLAP_US
+    """How far behind what it read last a read looks again (see the module)."""
+    stats: RowCacheStats = field(default_factory=RowCacheStats)
+    _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict)
+    _rows: int = 0
+
+    @property
+    def rows(self) -> int:
+        """Rows held now."""
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def health(self) -> dict[str, int]:
+        """Sessions and rows held, and the counters (``/healthz``)."""
+        return {"sessions": len(self), "rows": self.rows, **self.stats.as_dict()}
+
+    def read(
+        self, store: Store, project_id: str, keys: Sequence[tuple[str, int]]
+    ) -> dict[str, SessionRows]:
+        """The rows of ``(session_key, ingested_through_us)`` sessions of a project, as
+        :meth:`Store.sessions.rows_of` reads them. ``ingested_through_us`` is the newest
+        ``ingested_at`` (store clock) of the session's rows known before this read (what the
+        finalizer's discovery found); a session whose figure is 0 is read in full and not
+        kept. A store error raises and leaves every entry as it was."""
+        now = time.monotonic()
+        through = dict(keys)
+        held: list[str] = []
+        for key in through:
+            entry = self._entries.get((project_id, key))
+            if entry is not None and now - entry.filled_s < self.max_age_s:
+                held.append(key)
+            elif entry is not None:
+                self._drop((project_id, key))
+        out: dict[str, SessionRows] = {}
+        whole = [key for key in through if key not in held]
+        if held:
+            entries = {key: self._entries[(project_id, key)] for key in held}
+            since = min(entry.through_us for entry in entries.values()) - self.overlap_us
+            known = set().union(*(entry.traces for entry in entries.values()))
+            got = store.sessions.rows_since(project_id, held, since, known)
+            for key, entry in entries.items():
+                spans, events = got.rows[key]
+                self.stats.rows_read += len(spans) + len(events)
+                if not (_own(key, got, spans, events) and entry.traces <= got.traces[key]):
+                    self._drop((project_id, key))
+                    whole.append(key)
+                    continue
+                self._rows -= entry.size
+                entry.spans.update(zip(map(_span_key, spans), spans, strict=True))
+                entry.events.update(zip(map(_event_key, events), events, strict=True))
+                entry.traces = got.traces[key]
+                entry.through_us = max(entry.through_us, through[key])
+                self._rows += entry.size
+                self._entries.move_to_end((project_id, key))
+                self.stats.sessions_read_new += 1
+                out[key] = (list(entry.spans.values()), list(entry.events.values()))
+        if whole:
+            read = store.sessions.rows_since(project_id, whole, 0, ())
+            for key in whole:
+                spans, events = out[key] = read.rows[key]
+                self.stats.sessions_read_whole += 1
+                self.stats.rows_read += len(spans) + len(events)
+                if through[key] > 0 and _own(key, read, spans, events):
+                    self._keep((project_id, key), read, through[key], now)
+        self._bound()
+        return {key: out[key] for key in through}
+
+    def _keep(
+        self, ident: tuple[str, str], read: SessionsSince, through_us: int, now: float
+    ) -> None:
+        spans, events = read.rows[ident[1]]
+        entry = _Entry(
+            dict(zip(map(_span_key, spans), spans, strict=True)),
+            dict(zip(map(_event_key, events), events, strict=True)),
+            read.traces[ident[1]],
+            through_us,
+            now,
+        )
+        self._drop(ident)
+        self._entries[ident] = entry
+        self._rows += entry.size
+
+    def _drop(self, ident: tuple[str, str]) -> None:
+        entry = self._entries.pop(ident, None)
+        if entry is not None:
+            self._rows -= entry.size
+            self.stats.dropped += 1
+
+    def _bound(self) -> None:
+        while self._rows > self.max_rows and self._entries:
+            self._drop(next(iter(self._entries)))
+
+
+def _own(
+    key: str, read: SessionsSince, spans: list[SessionSpanRow], events: list[SessionEventRow]
+) -> bool:
+    """Every row names this session or none, and no trace of it has rows naming another
+    session read with it: which session its rows belong to does not depend on which sessions
+    are read together."""
+    return (
+        not read.traces[key] & read.shared
+        and all(s["session_id"] in ("", key) for s in spans)
+        and all(e["session_id"] in ("", key) for e in events)
+    )
+
+
+def _span_key(row: SessionSpanRow) -> _SpanKey:
+    return (row["trace_id"], row["span_id"])
+
+
+def _event_key(row: SessionEventRow) -> _EventKey:
+    return (row["session_id"], row["time_unix_nano"], row["record_id"])

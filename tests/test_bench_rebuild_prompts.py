@@ -1,0 +1,19 @@
+"""``bench rebuild``'s session of many prompts, rebuilt after each: with the row cache it reads
+each prompt's rows about once, without it the whole session every time."""
+
+from __future__ import annotations
+
+from benchmarks.rebuild_prompts import run_many_prompts_bench
+
+
+def test_a_session_of_many_prompts_is_read_whole_only_without_the_row_cache() -> None:
+    cached = run_many_prompts_bench(prompts=5, steps=10, cached=True)
+    whole = run_many_prompts_bench(prompts=5, steps=10, cached=False)
+    assert cached["activations"] == whole["activations"] == 5  # a skill every 10 steps
+    rows = whole["rows_read"] // 15  # 1 + 2 + ... + 5 prompts' rows, read whole
+    assert whole["rows_read"] == 15 * rows
+    # the cache: the first prompt whole, then each new prompt and its last insert again
+    assert 5 * rows <= cached["rows_read"] < 10 * rows
+    for report in (cached, whole):
+        assert report["total_cpu_s"] > 0 and report["one_rebuild_cpu_s"] > 0
+        assert min(report["read_cpu_s"], report["algorithm_cpu_s"], report["write_cpu_s"]) >= 0
