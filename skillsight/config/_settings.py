@@ -135,10 +135,11 @@ class Settings:
     )
     rebuild_batch_max: int = _setting(64, "int", "sessions rebuilt and written together")
     rebuild_cache_rows: int = _setting(
-        250_000,
+        100_000,
         "int",
-        "rows of recently rebuilt sessions kept in memory, so that rebuilding one again (the "
-        "next prompt of a long session) reads only its new rows (0 = read every session whole)",
+        "rows of recently rebuilt sessions kept in memory (about 2.6 kB a row), so that "
+        "rebuilding one again (the next prompt of a long session) reads only its new rows "
+        "(0 = read every session whole)",
     )
     rebuild_catchup_s: float = _setting(
         3600.0, "float", "at start, rebuild sessions written this far back and not yet rebuilt"

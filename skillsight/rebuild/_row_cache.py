@@ -74,7 +74,7 @@ class RowCacheStats:
 class SessionRowCache:
     """Sessions' rows from their last read, per ``(project_id, session_key)``."""
 
-    max_rows: int = 250_000
+    max_rows: int = 100_000
     max_age_s: float = 600.0
     overlap_us: int = OVERLAP_US
     """How far behind what it read last a read looks again (see the module)."""

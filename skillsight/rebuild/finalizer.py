@@ -109,7 +109,7 @@ class Finalizer:
         drain_timeout_s: float = 60.0,
         provisional_every_s: float = 10.0,
         provisional_growth: float = 2.0,
-        cache_rows: int = 250_000,
+        cache_rows: int = 100_000,
     ) -> None:
         self.store = store
         self.quiet_s = quiet_s
