@@ -9,6 +9,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from skillsight._json_text import loads
 from skillsight.store.records import ToolCall
 
 # Argument keys that hold a shell command line, across agents (Claude Code Bash, Codex shell).
@@ -42,7 +43,7 @@ def parse_call(args: Any, name: str) -> CallView:
         stripped = args.strip()
         if stripped.startswith("{"):
             try:
-                decoded = json.loads(stripped)
+                decoded = loads(stripped)
             except ValueError:
                 decoded = None
             if isinstance(decoded, dict):

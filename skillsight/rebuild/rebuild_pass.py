@@ -11,6 +11,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from skillsight.errors import SkillsightError
 from skillsight.rebuild._gc_pause import gc_paused
 from skillsight.rebuild._row_cache import SessionRowCache
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
@@ -243,11 +244,28 @@ def _rebuild_sessions(
             log.exception("rebuilding session %s of project %s failed", key, project_id)
             outcome.error = f"{type(exc).__name__}: {exc}"[:500]
     done = [(o, k[2]) for o, k in zip(outcomes, keys, strict=True) if o.rebuilt is not None]
-    stamps = store.rebuilds.write(
-        [
-            SessionRebuild(o.project_id, o.rebuilt, through, o.settled)
-            for o, through in done
-            if o.rebuilt
-        ]
-    )
-    return outcomes, stamps
+    return outcomes, _write(store, done)
+
+
+def _write(store: Store, done: list[tuple[Outcome, int]]) -> list[int]:
+    """Write the pass's rebuilds at once; when one of them cannot be serialized (a value no
+    encoder takes), one at a time, that one marked failed and left out, so that it costs no
+    other session its rebuild. A store error raises: nothing is written."""
+    items = [SessionRebuild(o.project_id, o.rebuilt, t, o.settled) for o, t in done if o.rebuilt]
+    try:
+        return store.rebuilds.write(items)
+    except SkillsightError:
+        raise
+    except ValueError:  # pydantic's, Arrow's and the codecs' serialization errors
+        log.exception("writing %d rebuilds failed; writing them one at a time", len(items))
+    stamps: list[int] = []
+    for (outcome, _), item in zip(done, items, strict=True):
+        try:
+            stamps.extend(store.rebuilds.write([item]))
+        except SkillsightError:
+            raise
+        except ValueError as exc:
+            log.exception("writing session %s failed", outcome.session_key)
+            outcome.error = f"{type(exc).__name__}: {exc}"[:500]
+            outcome.rebuilt = None
+    return stamps

@@ -169,7 +169,10 @@ class Rebuilds:
         stamped = [(item, rebuild_rows.STAMPS.next()) for item in items]
         if not stamped:
             return []
+        # both tables built before anything is inserted: a value that cannot be serialized
+        # (a ValueError) leaves nothing half written
         activations = rebuild_rows.activation_table(stamped)
+        trajectories = rebuild_rows.trajectory_table(stamped)
         layout = rebuild_rows.ACTIVATION_ROW
         if activations.num_rows:
             self._store.insert_select(
@@ -186,7 +189,7 @@ class Rebuilds:
             "trajectories",
             rebuild_rows.columns(layout),
             rebuild_rows.select(layout),
-            rebuild_rows.trajectory_table(stamped),
+            trajectories,
             rebuild_rows.structure(layout),
         )
         return [stamp for _, stamp in stamped]

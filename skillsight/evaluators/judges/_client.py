@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from skillsight._json_text import loads
 from skillsight.errors import EvaluatorError
 from skillsight.evaluators.judges._settings import JudgeSettings, StructuredOutput
 
@@ -286,7 +287,7 @@ def _parse(response: Any, schema: type[BaseModel], mode: StructuredOutput) -> di
     else:
         text = message.content or ""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except ValueError as exc:
         raise _Malformed(f"not JSON ({exc}): {text[:200]!r}") from exc
     try:

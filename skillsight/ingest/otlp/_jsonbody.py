@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from skillsight._json_text import scrub
 from skillsight.errors import DecodeError
 from skillsight.ingest.otlp._result import Decoded
 
@@ -31,7 +32,7 @@ def load(body: bytes, decoded: Decoded) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise DecodeError("request body must be a JSON object")
     if _SURROGATE_ESCAPE.search(body):
-        scrubbed = _scrub(document)
+        scrubbed = scrub(document)
         assert isinstance(scrubbed, dict)
         if scrubbed != document:
             decoded.note("lone UTF-16 surrogate escapes in the body replaced with U+FFFD")
@@ -55,20 +56,6 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             "(merge the repeated lists into one)"
         )
     return obj
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        # U+FFFD as for invalid UTF-8 bytes; encode(errors="replace") would write a plain "?"
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    return value
 
 
 def get(obj: dict[str, Any], camel: str) -> Any:

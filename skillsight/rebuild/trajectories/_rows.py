@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Generic, TypeVar
 
+from skillsight._json_text import loads
 from skillsight.errors import SkillsightError
 
 T = TypeVar("T")
@@ -92,7 +93,7 @@ def _span_events(raw: Any) -> tuple[SpanEvent, ...]:
         return ()
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw) if raw else []
+            raw = loads(raw) if raw else []
         except json.JSONDecodeError:
             return ()
     if not isinstance(raw, list):
@@ -384,7 +385,7 @@ def json_object(text: str) -> dict[str, Any] | None:
     if not text or text[0] != "{":
         return None
     try:
-        value = json.loads(text)
+        value = loads(text)
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -395,6 +396,6 @@ def json_value(text: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError:
         return text

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from skillsight._json_text import loads
 from skillsight.rebuild.trajectories._draft import CallDraft, StepDraft
 
 # Claude Code injects a skill's SKILL.md body after the Skill call with this first line.
@@ -54,7 +55,7 @@ def tool_output(text: str) -> str:
     if not text.startswith("{"):
         return text
     try:
-        value = json.loads(text)
+        value = loads(text)
     except json.JSONDecodeError:
         return text
     if isinstance(value, dict) and isinstance(value.get("stdout"), str):
@@ -72,7 +73,7 @@ def tool_output(text: str) -> str:
 def subagent_report(text: str) -> str:
     """The subagent's final message inside a Task/Agent tool result ('' when absent)."""
     try:
-        texts = _texts(json.loads(text)) if text.startswith("{") else []
+        texts = _texts(loads(text)) if text.startswith("{") else []
     except json.JSONDecodeError:
         return ""
     return texts[-1] if texts else ""
