@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmarks.rebuild import raw_tables
+from benchmarks.rebuild_long import whole_rebuild_cpu_s
 from benchmarks.sessions import synthetic_session
 from skillsight.rebuild.finalizer import SessionRowCache, default_rebuild, rebuild_sessions
 from skillsight.store import EmbeddedStore
@@ -116,14 +117,9 @@ def run_many_prompts_bench(
                 rows_read = cache.stats.rows_read
             split = {"algorithm_cpu_s": algorithm.cpu, "write_cpu_s": write.cpu}
             store.rebuilds.write = writes  # type: ignore[method-assign]
-            whole = []
-            for _ in range(3):  # the whole session, by a process that has no cache
-                started = time.process_time()
-                rebuild_sessions(store, [(PROJECT, KEY, 0)], rebuild=default_rebuild())
-                whole.append(time.process_time() - started)
+            one = whole_rebuild_cpu_s(store, PROJECT, KEY, default_rebuild())
         finally:
             store.close()
-    one = sorted(whole)[1]
     return {
         "prompts": prompts,
         "steps_per_prompt": steps,
