@@ -101,7 +101,7 @@ class SessionRowCache:
         :meth:`Store.sessions.rows_of` reads them. ``ingested_through_us`` is the newest
         ``ingested_at`` (store clock) of the session's rows known before this read (what the
         finalizer's discovery found); a session whose figure is 0 is read in full and not
-        kept. A store error raises and leaves every entry as it was."""
+        kept. A store error raises; what is held stays what the store holds."""
         now = time.monotonic()
         through = dict(keys)
         held: list[str] = []
