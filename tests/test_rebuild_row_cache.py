@@ -159,6 +159,21 @@ def test_a_trace_that_joins_the_session_late_brings_its_earlier_rows(store: Stor
     assert {"p0", "p1", "p2"} <= prompts
 
 
+def test_a_trace_without_a_session_is_its_own_session_and_is_read_incrementally_too(
+    store: Store,
+) -> None:
+    cache = SessionRowCache(overlap_us=0)
+    spans, events = _sessionless(prompt_rows(0, 6, KEY))
+    trace = spans[0]["trace_id"]
+    root = [s for s in spans if not s["parent_span_id"]]
+    _insert(store, ([s for s in spans if s["parent_span_id"]], events))
+    _same_as_a_full_read(store, cache, trace)
+    _insert(store, (root, []))
+    _same_as_a_full_read(store, cache, trace)
+    assert cache.stats.sessions_read_whole == 1 and cache.stats.sessions_read_new == 1
+    assert cache.rows == len(spans) + len(events)
+
+
 def test_a_row_naming_another_session_makes_the_session_read_whole(store: Store) -> None:
     """Whose such a row is depends on which sessions are read together (here: the other
     session's when both are), so a session with one is not kept."""
