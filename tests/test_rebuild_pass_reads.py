@@ -8,6 +8,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
 from skillsight.rebuild.finalizer import (
@@ -165,16 +167,20 @@ async def _until(finalizer: Finalizer, condition: Any) -> None:
             await asyncio.sleep(0.02)
 
 
+@pytest.mark.parametrize("cache_rows", [0, 100_000], ids=["looked-at", "read-from-cache"])
 def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
-    embedded_store: EmbeddedStore,
+    embedded_store: EmbeddedStore, cache_rows: int
 ) -> None:
     """Below its mark and still without its root span, the turn is held without a look at its
-    span ids (the discovery query counted its new spans); its root ends the wait at once."""
+    span ids (the discovery query counted its new spans); its root ends the wait at once. Past
+    its mark it is looked at, or, its rows held by the row cache, read (what is new) instead."""
     insert, rest, root = _growing_turn(embedded_store, 78)
     first, little, doubled = 10, 15, 25  # spans in after each batch
 
     async def run() -> tuple[dict[str, Any], list[ActivationsReady]]:
-        finalizer, announced = _announcing(embedded_store, provisional_growth=2.0)
+        finalizer, announced = _announcing(
+            embedded_store, provisional_growth=2.0, cache_rows=cache_rows
+        )
         async with finalizer:
             insert(rest[:first])
             await _until(finalizer, lambda h: h["provisional_rebuilds"] == 1)
@@ -191,7 +197,10 @@ def test_a_growing_turn_is_rebuilt_again_only_once_its_spans_have_doubled(
             return finalizer.health(), announced
 
     health, announced = asyncio.run(run())
-    assert (health["parent_looks"], health["settled_incomplete"]) == (2, 0)
+    looks = 2 if not cache_rows else 0
+    assert (health["parent_looks"], health["settled_incomplete"]) == (looks, 0)
+    if cache_rows:
+        assert health["row_cache"]["sessions_read_new"] >= 2
     [item] = announced
     assert item.activations
 

@@ -233,3 +233,37 @@ def test_the_finalizer_rebuilds_the_next_prompt_from_its_new_rows(
     stored = embedded_store.trajectories.get(PROJECT, KEY)
     assert stored is not None
     assert json.loads(stored)["steps"] == json.loads(_rebuilt(embedded_store, None)[0])["steps"]
+
+
+def test_a_held_turn_is_read_instead_of_looked_at_and_held_below_its_mark_the_same(
+    store: Store,
+) -> None:
+    """A turn whose rows the cache holds is not looked at through its span ids: its new rows
+    are read, and the same rules hold it (below its growth mark, a parent missing) or show it."""
+    cache = SessionRowCache(overlap_us=0)
+    spans, events = prompt_rows(0, 12, KEY)
+    inner = [s for s in spans if s["parent_span_id"]]
+    ident = (PROJECT, KEY)
+
+    def due(mark: int) -> Any:
+        outcomes, _ = rebuild_sessions(
+            store,
+            [(PROJECT, KEY, _through(store))],
+            rebuild=default_rebuild(),
+            provisional={ident},
+            hold_below={ident: mark},
+            cache=cache,
+        )
+        return outcomes[0]
+
+    _insert(store, (inner[:10], events))
+    first = due(0)  # shown provisionally, its rows now held
+    assert first.rebuilt is not None and not first.settled and first.looked
+    _insert(store, (inner[10:14], []))
+    held = due(2 * first.spans)  # 14 spans < 20: held, from its rows, not a look
+    assert held.incomplete and held.rebuilt is None and not held.looked
+    assert (held.spans, held.waits_for_root) == (14, True)
+    _insert(store, (inner[14:], []))
+    shown = due(2 * first.spans)  # 25 spans: shown again
+    assert shown.rebuilt is not None and not shown.settled and not shown.looked
+    assert cache.stats.sessions_read_new == 2

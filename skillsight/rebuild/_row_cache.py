@@ -90,6 +90,11 @@ class SessionRowCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def holds(self, project_id: str, key: str) -> bool:
+        """The session's rows are held (its next read is of what is new)."""
+        entry = self._entries.get((project_id, key))
+        return entry is not None and time.monotonic() - entry.filled_s < self.max_age_s
+
     def health(self) -> dict[str, int]:
         """Sessions and rows held, and the counters (``/healthz``)."""
         return {"sessions": len(self), "rows": self.rows, **self.stats.as_dict()}
@@ -106,10 +111,9 @@ class SessionRowCache:
         through = dict(keys)
         held: list[str] = []
         for key in through:
-            entry = self._entries.get((project_id, key))
-            if entry is not None and now - entry.filled_s < self.max_age_s:
+            if self.holds(project_id, key):
                 held.append(key)
-            elif entry is not None:
+            else:
                 self._drop((project_id, key))
         out: dict[str, SessionRows] = {}
         whole = [key for key in through if key not in held]

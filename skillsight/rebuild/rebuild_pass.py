@@ -62,10 +62,7 @@ def is_complete(
     events pair by ``request_id``, or, behind a gateway that sends none, by agent context and
     order (:func:`skillsight.rebuild.trajectories.requests_logged`). A session with no request
     events at all is not held back (its logs are probably not exported)."""
-    present = {(s["trace_id"], s["span_id"]) for s in spans}
-    if not all(
-        not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
-    ):
+    if not parents_in(spans):
         return False
     if not events:
         return True
@@ -83,6 +80,15 @@ def is_complete(
     if all(named) and logged.issuperset(named):
         return True
     return requests_logged([Span(s) for s in request_spans], [Event(e) for e in requests])
+
+
+def parents_in(spans: Sequence[Mapping[str, Any]]) -> bool:
+    """Every span's parent span has arrived (what :meth:`Store.sessions.parents` tells from
+    span ids alone)."""
+    present = {(s["trace_id"], s["span_id"]) for s in spans}
+    return all(
+        not s["parent_span_id"] or (s["trace_id"], s["parent_span_id"]) in present for s in spans
+    )
 
 
 def waits_for_root(spans: Sequence[Mapping[str, Any]]) -> bool:
@@ -182,6 +188,7 @@ def _rebuild_sessions(
     projects = list(dict.fromkeys(p for p, _, _ in keys))
     # Sessions that must be complete and still miss a parent span are known from span ids
     # alone: their rows are not read (a long turn runs for minutes before its root arrives).
+    # One whose rows the cache holds is read instead: only what is new, and no look.
     looks: dict[tuple[str, str], SpanParents] = {}
     for project_id in projects:
         checked = [
@@ -190,6 +197,7 @@ def _rebuild_sessions(
             if p == project_id
             and (p, k) not in held
             and ((p, k) in require_complete or (p, k) in hold_below)
+            and not (cache is not None and cache.holds(p, k))
         ]
         for key, parents in store.sessions.parents(project_id, checked).items():
             looks[(project_id, key)] = parents
@@ -227,6 +235,15 @@ def _rebuild_sessions(
         if not complete:
             outcome.waits_for_root = waits_for_root(spans)
         if ident in require_complete and not complete:
+            outcome.incomplete = True
+            continue
+        if (  # read instead of looked at (the cache holds it): held below its mark the same
+            not complete
+            and ident in hold_below
+            and not outcome.looked
+            and len(spans) < hold_below[ident]
+            and not parents_in(spans)
+        ):
             outcome.incomplete = True
             continue
         outcome.settled = complete or (project_id, key) not in provisional
