@@ -81,7 +81,7 @@ def ready(activations: list[Activation]) -> ActivationsReady:
     return ActivationsReady(PROJECT, "session-1", tuple(activations), 1)
 
 
-def stored(store: EmbeddedStore, activations: list[Activation]) -> dict[str, list[str]]:
+def stored(store: Store, activations: list[Activation]) -> dict[str, list[str]]:
     """Evaluators with a current row, per activation id."""
     rows = store.evaluations.of(PROJECT, [a.activation_id for a in activations])
     return {key: [r["evaluator"] for r in found] for key, found in rows.items()}
@@ -734,3 +734,26 @@ def test_warm_up_loads_each_evaluators_needs_before_scoring_starts(
     scheduler = build_scheduler(embedded_store, judge_settings)
     judges = set(scheduler.registry.names) - set(DETERMINISTIC)
     assert judges and set(scheduler.loaded) == {"skill_selection", *judges}
+
+
+def test_a_session_whose_scores_cannot_be_written_costs_no_other_session_its_scores(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    """Sessions queued together are written together; one whose rows no encoder takes (a lone
+    surrogate) is scored again alone, and fails alone."""
+    bad = recorded.model_copy(
+        update={"activation_id": "b" * 32, "session_id": "bad", "skill_name": "\ud800"}
+    )
+    good = recorded.model_copy(update={"activation_id": "a" * 32, "session_id": "good"})
+
+    async def score() -> Any:
+        async with EvaluationScheduler(embedded_store, evaluators=CHEAP, concurrency=1) as s:
+            await s.submit(ActivationsReady(PROJECT, "bad", (bad,), 1))
+            await s.submit(ActivationsReady(PROJECT, "good", (good,), 1))
+        return s.stats
+
+    stats = run(score())
+    assert stored(embedded_store, [good]) == {good.activation_id: sorted(CHEAP)}
+    assert not stored(embedded_store, [bad]).get(bad.activation_id)
+    assert (stats.sessions_scored, stats.store_failures) == (1, 1)
+    assert "surrogates not allowed" in stats.last_error

@@ -423,6 +423,10 @@ class EvaluationScheduler:
             log.error("scoring sessions %s failed: %s", sessions, exc)
             return
         except Exception as exc:  # the worker outlives any one batch
+            if len(group) > 1:  # a value no encoder takes fails the batch: each alone, then
+                for item in group:
+                    await self._score_group(project_id, [item])
+                return
             self.stats.store_failures += len(group)
             self.stats.last_error = f"sessions {sessions}: {exc}"[:500]
             log.exception("scoring sessions %s failed", sessions)
