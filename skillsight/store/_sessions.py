@@ -239,7 +239,7 @@ class Sessions:
         known_traces: Collection[str],
     ) -> SessionsSince:
         """What these sessions got since ``since_us`` (store clock), for a caller that holds
-        their rows read before (:class:`skillsight.rebuild.rebuild_pass.SessionRowCache`):
+        their rows read before (:class:`skillsight.rebuild.finalizer.SessionRowCache`):
         rows ingested since then, and every row of the traces they own now that are not among
         ``known_traces`` (a trace whose earlier rows named no session joins a session when a
         later row of it names one). Each key's rows are the newest copy of each span and event
