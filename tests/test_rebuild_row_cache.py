@@ -197,14 +197,17 @@ def test_a_row_naming_another_session_makes_the_session_read_whole(store: Store)
 
 def test_a_full_cache_drops_the_least_recently_read_and_rebuilds_the_same(store: Store) -> None:
     rows = prompt_rows(0, 6, KEY)
-    size = len(rows[0]) + len(rows[1])
-    cache = SessionRowCache(max_rows=size + 10, overlap_us=0)
-    other = "00000000-0000-4000-8000-00000000beef"
+    probe = SessionRowCache(overlap_us=0)
     _insert(store, rows)
+    _same_as_a_full_read(store, probe)
+    size = probe.bytes  # the session's rows, estimated
+    assert size >= 2_200 * (len(rows[0]) + len(rows[1]))
+    cache = SessionRowCache(max_bytes=size + 1_000, overlap_us=0)
+    other = "00000000-0000-4000-8000-00000000beef"
     _insert(store, prompt_rows(0, 6, other, seed=5000))
     _same_as_a_full_read(store, cache)
     _same_as_a_full_read(store, cache, other)  # the first no longer fits beside it
-    assert len(cache) == 1 and cache.rows <= size + 10
+    assert len(cache) == 1 and cache.bytes <= size + 1_000
     _insert(store, prompt_rows(1, 6, KEY))
     _same_as_a_full_read(store, cache)
     assert cache.stats.sessions_read_whole == 3 and cache.stats.sessions_read_new == 0

@@ -134,12 +134,12 @@ class Settings:
         0.2, "float", "how often the finalizer looks for newly written sessions"
     )
     rebuild_batch_max: int = _setting(64, "int", "sessions rebuilt and written together")
-    rebuild_cache_rows: int = _setting(
-        100_000,
+    rebuild_cache_mb: int = _setting(
+        256,
         "int",
-        "rows of recently rebuilt sessions kept in memory (about 2.6 kB a row), so that "
-        "rebuilding one again (the next prompt of a long session) reads only its new rows "
-        "(0 = read every session whole)",
+        "MB of memory for the rows of recently rebuilt sessions, so that rebuilding one again "
+        "(the next prompt of a long session) reads only its new rows (0 = read every session "
+        "whole)",
     )
     rebuild_catchup_s: float = _setting(
         3600.0, "float", "at start, rebuild sessions written this far back and not yet rebuilt"

@@ -57,7 +57,7 @@ def validate(self: Settings) -> None:
         "rebuild_max_wait_s",
         "rebuild_settle_s",
         "rebuild_catchup_s",
-        "rebuild_cache_rows",
+        "rebuild_cache_mb",
     ):
         if getattr(self, name) < 0:
             raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")

@@ -14,7 +14,7 @@ A session whose rows are not all its own (a row naming another session, or a tra
 session of the same pass owns) is read in full every time: which session such a row belongs to
 depends on which sessions are read together. An entry is read in full again after
 ``max_age_s``, so rows the store's retention deleted do not outlive it for long, and the least
-recently read sessions are dropped past ``max_rows``.
+recently read sessions are dropped past ``max_bytes`` (estimated: :func:`row_bytes`).
 """
 
 from __future__ import annotations
@@ -50,10 +50,23 @@ class _Entry:
     """Every row ingested before this, less the overlap, was committed when it was read."""
     filled_s: float
     """When the entry was read in full (monotonic)."""
+    bytes: int = 0
+    """What its rows take in memory, estimated (:func:`row_bytes`)."""
 
     @property
     def size(self) -> int:
         return len(self.spans) + len(self.events)
+
+    def add(self, spans: list[SessionSpanRow], events: list[SessionEventRow]) -> None:
+        """Rows read, each replacing the copy held of it."""
+        for span in spans:
+            held_span = self.spans.get(key := _span_key(span))
+            self.bytes += row_bytes(span) - (row_bytes(held_span) if held_span else 0)
+            self.spans[key] = span
+        for event in events:
+            held_event = self.events.get(ekey := _event_key(event))
+            self.bytes += row_bytes(event) - (row_bytes(held_event) if held_event else 0)
+            self.events[ekey] = event
 
 
 @dataclass
@@ -74,18 +87,23 @@ class RowCacheStats:
 class SessionRowCache:
     """Sessions' rows from their last read, per ``(project_id, session_key)``."""
 
-    max_rows: int = 100_000
+    max_bytes: int = 256 << 20
     max_age_s: float = 600.0
     overlap_us: int = OVERLAP_US
     """How far behind what it read last a read looks again (see the module)."""
     stats: RowCacheStats = field(default_factory=RowCacheStats)
     _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict)
-    _rows: int = 0
+    _bytes: int = 0
 
     @property
     def rows(self) -> int:
         """Rows held now."""
-        return self._rows
+        return sum(entry.size for entry in self._entries.values())
+
+    @property
+    def bytes(self) -> int:
+        """What the rows held take in memory, estimated."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -97,7 +115,12 @@ class SessionRowCache:
 
     def health(self) -> dict[str, int]:
         """Sessions and rows held, and the counters (``/healthz``)."""
-        return {"sessions": len(self), "rows": self.rows, **self.stats.as_dict()}
+        return {
+            "sessions": len(self),
+            "rows": self.rows,
+            "bytes": self.bytes,
+            **self.stats.as_dict(),
+        }
 
     def read(
         self, store: Store, project_id: str, keys: Sequence[tuple[str, int]]
@@ -129,12 +152,11 @@ class SessionRowCache:
                     self._drop((project_id, key))
                     whole.append(key)
                     continue
-                self._rows -= entry.size
-                entry.spans.update(zip(map(_span_key, spans), spans, strict=True))
-                entry.events.update(zip(map(_event_key, events), events, strict=True))
+                self._bytes -= entry.bytes
+                entry.add(spans, events)
                 entry.traces = got.traces[key]
                 entry.through_us = max(entry.through_us, through[key])
-                self._rows += entry.size
+                self._bytes += entry.bytes
                 self._entries.move_to_end((project_id, key))
                 self.stats.sessions_read_new += 1
                 out[key] = (list(entry.spans.values()), list(entry.events.values()))
@@ -153,25 +175,20 @@ class SessionRowCache:
         self, ident: tuple[str, str], read: SessionsSince, through_us: int, now: float
     ) -> None:
         spans, events = read.rows[ident[1]]
-        entry = _Entry(
-            dict(zip(map(_span_key, spans), spans, strict=True)),
-            dict(zip(map(_event_key, events), events, strict=True)),
-            read.traces[ident[1]],
-            through_us,
-            now,
-        )
+        entry = _Entry({}, {}, read.traces[ident[1]], through_us, now)
+        entry.add(spans, events)
         self._drop(ident)
         self._entries[ident] = entry
-        self._rows += entry.size
+        self._bytes += entry.bytes
 
     def _drop(self, ident: tuple[str, str]) -> None:
         entry = self._entries.pop(ident, None)
         if entry is not None:
-            self._rows -= entry.size
+            self._bytes -= entry.bytes
             self.stats.dropped += 1
 
     def _bound(self) -> None:
-        while self._rows > self.max_rows and self._entries:
+        while self._bytes > self.max_bytes and self._entries:
             self._drop(next(iter(self._entries)))
 
 
@@ -186,6 +203,26 @@ def _own(
         and all(s["session_id"] in ("", key) for s in spans)
         and all(e["session_id"] in ("", key) for e in events)
     )
+
+
+# A row's dict, its keys, numbers and maps, before the texts in it (measured: ~2,200 bytes for a
+# Claude Code span or event; its texts add about a byte a character, four at most).
+_ROW_BYTES = 2_200
+
+
+def row_bytes(row: SessionSpanRow | SessionEventRow) -> int:
+    """What a stored row takes in memory as read, estimated from its texts (the attribute maps,
+    and a span's input, output and events), where large values live."""
+    size = _ROW_BYTES
+    for name in ("attributes", "resource_attributes"):
+        value = row.get(name)
+        if isinstance(value, dict):
+            size += sum(map(len, value.values())) + sum(map(len, value))
+    for name in ("input", "output", "span_events"):
+        value = row.get(name)
+        if isinstance(value, str):
+            size += len(value)
+    return size
 
 
 def _span_key(row: SessionSpanRow) -> _SpanKey:

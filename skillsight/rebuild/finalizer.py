@@ -109,7 +109,7 @@ class Finalizer:
         drain_timeout_s: float = 60.0,
         provisional_every_s: float = 10.0,
         provisional_growth: float = 2.0,
-        cache_rows: int = 100_000,
+        cache_mb: int = 256,
     ) -> None:
         self.store = store
         self.quiet_s = quiet_s
@@ -127,7 +127,7 @@ class Finalizer:
         self.provisional_growth = provisional_growth
         """How a turn running past max_wait_s is shown: see ``_finalizer_state``."""
         # a session rebuilt again (the next prompt of a Claude Code session) reads what is new
-        self.rows = SessionRowCache(max_rows=cache_rows) if cache_rows > 0 else None
+        self.rows = SessionRowCache(max_bytes=cache_mb << 20) if cache_mb > 0 else None
         # per session: (monotonic time, spans) of its last provisional rebuild
         self._provisional: dict[tuple[str, str], tuple[float, int]] = {}
         self._tallies: dict[tuple[str, str], SpanTally] = {}  # of held sessions

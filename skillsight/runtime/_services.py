@@ -206,7 +206,7 @@ def _finalizer(
         settle_s=settings.rebuild_settle_s,
         poll_s=settings.rebuild_poll_s,
         batch_max=settings.rebuild_batch_max,
-        cache_rows=settings.rebuild_cache_rows,
+        cache_mb=settings.rebuild_cache_mb,
         catchup_s=settings.rebuild_catchup_s,
         rebuild=rebuild,
         catalogue=store_catalogue(store),
