@@ -6,7 +6,7 @@ import statistics
 import threading
 from bisect import insort
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from skillsight.store.records import Activation
@@ -41,6 +41,16 @@ class Baseline:
             duration_ms=statistics.median(a.duration_ms for a in items),
             samples=len(items),
         )
+
+
+def _of_samples(samples: Collection[tuple[int, int, float]]) -> Baseline:
+    """The medians of (tool calls, tokens, duration) samples, by ``statistics.median``."""
+    return Baseline(
+        tool_calls=statistics.median(s[0] for s in samples),
+        tokens=statistics.median(s[1] for s in samples),
+        duration_ms=statistics.median(s[2] for s in samples),
+        samples=len(samples),
+    )
 
 
 def _median(ordered: list[float]) -> float:
@@ -94,12 +104,7 @@ class _Window:
         if self.baseline is None:
             if self.unordered:
                 # statistics.median over a window with a NaN, exactly as it was computed before
-                self.baseline = Baseline(
-                    tool_calls=statistics.median(s[0] for s in self.samples),
-                    tokens=statistics.median(s[1] for s in self.samples),
-                    duration_ms=statistics.median(s[2] for s in self.samples),
-                    samples=len(self.samples),
-                )
+                self.baseline = _of_samples(self.samples)
             else:
                 calls, tokens, durations = self.ordered
                 self.baseline = Baseline(
@@ -155,14 +160,7 @@ class RollingBaseline:
                 rest = [
                     s for s, k in zip(recent.samples, recent.ids, strict=True) if k != excluding
                 ]
-                if len(rest) < self.min_samples:
-                    return None
-                return Baseline(
-                    tool_calls=statistics.median(s[0] for s in rest),
-                    tokens=statistics.median(s[1] for s in rest),
-                    duration_ms=statistics.median(s[2] for s in rest),
-                    samples=len(rest),
-                )
+                return _of_samples(rest) if len(rest) >= self.min_samples else None
             if len(recent.samples) < self.min_samples:
                 return None
             return recent.get()
