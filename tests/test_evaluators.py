@@ -38,6 +38,7 @@ from skillsight.evaluators import (
     otel_attributes,
     run_evaluators,
 )
+from skillsight.evaluators._baseline import restored_baseline, stored_baseline
 from skillsight.evaluators.security import destructive, find_secrets, scan_untrusted
 from skillsight.evaluators.security._roots import Roots
 from skillsight.ingest import otlp
@@ -431,6 +432,30 @@ def test_rolling_baseline_is_the_median_of_the_window_and_waits_for_min_samples(
         tool_calls=3, tokens=0, duration_ms=30.0, samples=3
     )
     assert EfficiencyEvaluator().evaluate(activation()).reason == "no baseline for this skill yet"
+
+
+def test_a_baseline_is_stored_with_its_evaluation_exactly_and_read_back() -> None:
+    """What efficiency compared with is kept in its row; read back, it is the same baseline
+    (floats exactly, an unknown duration as a NaN), and a row that holds anything else is an
+    error the reader can log, never a baseline made up."""
+    rolling = RollingBaseline(window=4, min_samples=2)
+    for n, ms in ((1, 10.1), (2, 0.3), (3, 1e-7), (5, 123456789.123)):
+        rolling.observe(activation([bash(i, "ls") for i in range(n)], duration_ms=ms))
+    baseline = rolling.get("csv-summary")
+    assert baseline is not None and baseline.duration_ms == (0.3 + 10.1) / 2
+    assert restored_baseline(stored_baseline(baseline)) == baseline
+    scored = EfficiencyEvaluator().evaluate(activation(), EvaluationContext(baseline=baseline))
+    assert scored.baseline == stored_baseline(baseline)
+    assert scored.to_row(1)["baseline"] == scored.baseline
+    assert Evaluation.from_row(scored.to_row(1)).baseline == scored.baseline
+    unknown = restored_baseline(stored_baseline(replace(baseline, duration_ms=math.nan)))
+    assert unknown is not None and math.isnan(unknown.duration_ms)
+    assert restored_baseline("null") is None
+    assert EfficiencyEvaluator().evaluate(activation()).baseline == "null"
+    wrong_type = '{"tool_calls": "1", "tokens": 1, "duration_ms": 1, "samples": 1}'
+    for hostile in ("", "[1, 2]", '{"tool_calls": 1}', wrong_type, "[" * 100_000):
+        with pytest.raises(ValueError):
+            restored_baseline(hostile)
 
 
 # --- integration_heuristic ----------------------------------------------------------------------

@@ -24,6 +24,7 @@ from demo.scenario_library import build_scenario
 from skillsight.config import Settings
 from skillsight.errors import ConfigError, EvaluatorError
 from skillsight.evaluators import DETERMINISTIC, Evaluation
+from skillsight.evaluators._baseline import Baseline, stored_baseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._registry import Registry
@@ -32,6 +33,7 @@ from skillsight.evaluators.scheduler import (
     EvaluationScheduler,
     Policy,
     RebuiltSessionPoller,
+    backfill,
     parse_rates,
     partition_of,
     sample_point,
@@ -238,7 +240,11 @@ def test_rescoring_replaces_rows_and_never_duplicates(
 
 @pytest.mark.parametrize(
     ("table", "step"),
-    [("evaluations", "writing evaluations"), ("skills", "reading the context")],
+    [
+        ("scorecard_rows", "writing evaluations"),
+        ("evaluations", "reading the context"),  # the baselines of earlier scorings
+        ("skills", "reading the context"),
+    ],
 )
 def test_store_errors_are_retried_until_the_store_answers(
     embedded_store: EmbeddedStore, recorded: Activation, table: str, step: str
@@ -450,6 +456,95 @@ def test_what_the_agent_said_in_a_later_turn_does_not_redeem_an_ignored_output(
         alone.reason,
     )
     assert same_turn.passed is True  # the same turn: its later answer uses the values
+
+
+def _heavy_session(
+    recorded: Activation, before: int
+) -> tuple[list[Activation], Activation, list[Activation]]:
+    """``before`` activations like the recorded one, then one with 4x its calls and duration,
+    then 12 more like that one."""
+    earlier = copies(recorded, before)
+    heavy = recorded.model_copy(
+        update={
+            "activation_id": "f" * 32,
+            "tool_calls": recorded.tool_calls * 4,
+            "duration_ms": recorded.duration_ms * 4,
+        }
+    )
+    later = [heavy.model_copy(update={"activation_id": f"{i:032x}"}) for i in range(100, 112)]
+    return earlier, heavy, later
+
+
+@pytest.mark.parametrize("before", [5, 2], ids=["with-a-baseline", "before-any-baseline"])
+def test_after_a_restart_a_rescored_activation_keeps_the_baseline_it_was_compared_with(
+    embedded_store: EmbeddedStore, session: Rebuilt, recorded: Activation, before: int
+) -> None:
+    """A session's next prompt can arrive after a deploy: the new process scores its earlier
+    activations again. It reads the baseline each was compared with from the stored
+    evaluation, instead of comparing it with the window it loads, which by then holds the
+    activation itself and the ones after it. One scored before the skill had a baseline stays
+    not applicable."""
+    earlier, heavy, later = _heavy_session(recorded, before)
+    # everything is stored, as the rebuilds had written it before the restart
+    embedded_store.rebuilds.write_one(
+        PROJECT, Rebuilt(session.session_id, session.trajectory, [*earlier, heavy, *later])
+    )
+
+    async def first_process() -> Evaluation:
+        assembler = ContextAssembler(embedded_store, seed=False)  # the window grows as scored
+        async with EvaluationScheduler(
+            embedded_store, evaluators=["efficiency"], assembler=assembler
+        ) as scheduler:
+            await scheduler.score(PROJECT, earlier)
+            (first,) = await scheduler.score(PROJECT, [heavy])
+            await scheduler.score(PROJECT, later)
+            return first
+
+    async def after_restart() -> Evaluation:
+        again = heavy.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        async with EvaluationScheduler(embedded_store, evaluators=["efficiency"]) as scheduler:
+            (second,) = await scheduler.score(PROJECT, [again])
+            return second
+
+    first = run(first_process())
+    if before >= 5:
+        assert first.score is not None and first.score < 0.5  # 4x the median of those before
+    else:
+        assert first.label == "not_applicable" and first.baseline == "null"
+    (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
+    assert row["baseline"] == first.baseline != ""
+    second = run(after_restart())
+    assert (second.score, second.label, second.reason) == (first.score, first.label, first.reason)
+    assert second.baseline == first.baseline
+
+
+def test_a_backfill_grows_its_baselines_afresh_instead_of_recalling_them(
+    embedded_store: EmbeddedStore, session: Rebuilt, recorded: Activation
+) -> None:
+    """``skillsight eval run`` scores oldest first from an empty window, as documented: the
+    baseline an earlier scoring stored is not what it compares with."""
+    earlier, heavy, _ = _heavy_session(recorded, 5)
+    embedded_store.rebuilds.write_one(
+        PROJECT, Rebuilt(session.session_id, session.trajectory, [*earlier, heavy])
+    )
+    stale = stored_baseline(Baseline(tool_calls=1e6, tokens=1e9, duration_ms=1e9, samples=99))
+    scored = Evaluation(
+        activation_id=heavy.activation_id,
+        evaluator="efficiency",
+        version="1",
+        score=1.0,
+        passed=True,
+        label="efficient",
+        reason="compared with a baseline from elsewhere",
+        project_id=PROJECT,
+        skill_name=heavy.skill_name,
+        baseline=stale,
+    )
+    embedded_store.evaluations.write(PROJECT, [scored.to_row(1)])
+    assert ContextAssembler(embedded_store).recall_baselines(PROJECT, [heavy]) == 1
+    backfill(embedded_store, PROJECT, evaluators=["efficiency"])
+    (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
+    assert row["baseline"] not in ("", stale)
 
 
 # -- the evaluation worker's poller, on the server transport ----------------------------------

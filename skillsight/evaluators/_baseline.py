@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import statistics
 import threading
 from bisect import insort
@@ -41,6 +43,52 @@ class Baseline:
             duration_ms=statistics.median(a.duration_ms for a in items),
             samples=len(items),
         )
+
+
+def stored_baseline(baseline: Baseline | None) -> str:
+    """``baseline`` as the JSON an evaluation row keeps (``"null"``: none yet); floats exactly,
+    a NaN median (a duration unknown) as ``null``."""
+    if baseline is None:
+        return "null"
+    medians = (baseline.tool_calls, baseline.tokens, baseline.duration_ms)
+    return json.dumps(
+        {
+            "tool_calls": medians[0] if math.isfinite(medians[0]) else None,
+            "tokens": medians[1] if math.isfinite(medians[1]) else None,
+            "duration_ms": medians[2] if math.isfinite(medians[2]) else None,
+            "samples": baseline.samples,
+        },
+        separators=(",", ":"),
+    )
+
+
+def restored_baseline(text: str) -> Baseline | None:
+    """The baseline :func:`stored_baseline` wrote; ``ValueError`` when ``text`` is not one."""
+    try:
+        found = json.loads(text)
+    except RecursionError as exc:  # nested past the parser's stack
+        raise ValueError(f"not a stored baseline: {text[:80]!r}") from exc
+    if found is None:
+        return None
+    if not isinstance(found, dict):
+        raise ValueError(f"not a stored baseline: {text[:80]!r}")
+    try:
+        return Baseline(
+            tool_calls=_median_of(found["tool_calls"]),
+            tokens=_median_of(found["tokens"]),
+            duration_ms=_median_of(found["duration_ms"]),
+            samples=int(found["samples"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"not a stored baseline: {text[:80]!r}") from exc
+
+
+def _median_of(value: object) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"a median must be a number, not {value!r}")
+    return float(value)
 
 
 def _of_samples(samples: Collection[tuple[int, int, float]]) -> Baseline:

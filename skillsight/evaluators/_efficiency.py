@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from skillsight.evaluators._baseline import Baseline, total_tokens
+from skillsight.evaluators._baseline import Baseline, stored_baseline, total_tokens
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import Evaluation, Finding
@@ -38,13 +38,13 @@ def log_ratio_score(value: float, median: float) -> tuple[float, float]:
 
 
 @lru_cache(maxsize=1024)
-def _shown(baseline: Baseline) -> tuple[str, tuple[str, str, str]]:
+def _shown(baseline: Baseline) -> tuple[str, tuple[str, str, str], str]:
     """The parts of the reason that depend on the baseline alone, which many activations share
-    (formatting a float costs about as much as scoring it)."""
-    return f"over {baseline.samples} earlier activations: ", (
-        f"{baseline.tool_calls:g}",
-        f"{baseline.tokens:g}",
-        f"{baseline.duration_ms:g}",
+    (formatting a float costs about as much as scoring it), and the baseline as stored."""
+    return (
+        f"over {baseline.samples} earlier activations: ",
+        (f"{baseline.tool_calls:g}", f"{baseline.tokens:g}", f"{baseline.duration_ms:g}"),
+        stored_baseline(baseline),
     )
 
 
@@ -59,8 +59,10 @@ class EfficiencyEvaluator(Evaluator):
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         baseline = context.baseline
         if baseline is None:
-            return self.not_applicable(activation, "no baseline for this skill yet")
-        over, medians = _shown(baseline)
+            unscored = self.not_applicable(activation, "no baseline for this skill yet")
+            unscored.baseline = "null"
+            return unscored
+        over, medians, recorded = _shown(baseline)
         metrics = (
             ("tool_calls", float(len(activation.tool_calls)), baseline.tool_calls, medians[0]),
             ("tokens", float(total_tokens(activation)), baseline.tokens, medians[1]),
@@ -98,7 +100,7 @@ class EfficiencyEvaluator(Evaluator):
         else:
             label = "wasteful"
         reason = over + "; ".join(subs)
-        return self.result(
+        scored = self.result(
             activation,
             score,
             label,
@@ -107,3 +109,5 @@ class EfficiencyEvaluator(Evaluator):
             step_ids=[activation.trigger_step_id],
             tool_call_ids=[activation.trigger_call_id],
         )
+        scored.baseline = recorded  # a rescore elsewhere compares with the same
+        return scored

@@ -65,8 +65,10 @@ def backfill(
     found.reverse()  # oldest first: baselines grow as they did online
     if on_total is not None:
         on_total(len(found))
-    # baselines grow in start order instead of being seeded
-    assembler = ContextAssembler(store, seed=False, trajectories=trajectories, verdicts=verdicts)
+    # baselines grow in start order instead of being seeded or recalled
+    assembler = ContextAssembler(
+        store, seed=False, recall=False, trajectories=trajectories, verdicts=verdicts
+    )
     report = BackfillReport(activations=len(found))
     for offset in range(0, len(found), batch):
         chunk = found[offset : offset + batch]

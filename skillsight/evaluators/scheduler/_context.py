@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from skillsight.errors import SkillError
-from skillsight.evaluators._baseline import Baseline, RollingBaseline
+from skillsight.evaluators._baseline import Baseline, RollingBaseline, restored_baseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._model import Evaluation
 from skillsight.evaluators.judges import judge_context
@@ -103,12 +103,16 @@ class ContextAssembler:
         *,
         catalogue_ttl_s: float = 10.0,
         seed: bool = True,
+        recall: bool = True,
         trajectories: bool = False,
         verdicts: bool = False,
     ) -> None:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
         self.seed = seed
+        self.recall = recall
+        """Read the baselines activations were compared with from their stored evaluations
+        (:meth:`recall_baselines`), when this process did not compare them itself."""
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
         self.verdicts = verdicts
@@ -122,6 +126,9 @@ class ContextAssembler:
         # observed: a session rebuilt again is scored again, and by then the window holds the
         # activation itself and the ones after it.
         self._compared: OrderedDict[tuple[str, str], Baseline | None] = OrderedDict()
+        # Per (project, activation id), the baseline a stored evaluation says it was compared
+        # with: scored before this process compared it (a restart, another worker).
+        self._recalled: OrderedDict[tuple[str, str], Baseline | None] = OrderedDict()
         self._lock = threading.Lock()
 
     def catalogue(self, project_id: str) -> Mapping[str, SkillEntry]:
@@ -207,26 +214,62 @@ class ContextAssembler:
             log.warning("stored trajectory of session %s does not parse", activation.session_id)
             return None
 
+    def recall_baselines(self, project_id: str, activations: Sequence[Activation]) -> int:
+        """Remember the baselines the activations this process has not compared were compared
+        with, as their stored evaluations recorded them (one query): a session rebuilt again
+        after a restart, or scored first by another worker, is compared with what it was
+        compared with then, not with a window that by now holds it and the activations after
+        it. Returns how many were recalled; nothing without ``recall``."""
+        if not self.recall:
+            return 0
+        with self._lock:
+            unknown = [
+                a.activation_id
+                for a in activations
+                if (project_id, a.activation_id) not in self._compared
+                and (project_id, a.activation_id) not in self._recalled
+            ]
+        if not unknown:
+            return 0
+        recalled: dict[tuple[str, str], Baseline | None] = {}
+        for activation_id, text in self.store.evaluations.baselines(project_id, unknown).items():
+            try:
+                recalled[(project_id, activation_id)] = restored_baseline(text)
+            except ValueError:
+                log.warning("stored baseline of activation %s does not parse", activation_id)
+        with self._lock:
+            self._recalled.update(recalled)
+            while len(self._recalled) > _OBSERVED_MAX:
+                self._recalled.popitem(last=False)
+        return len(recalled)
+
     def _baseline_before(self, activation: Activation) -> Baseline | None:
         """The skill's baseline before ``activation`` was observed: the current one until it
-        is, then the one it was compared with then (its session rebuilt is scored again)."""
+        is, then the one it was compared with then (its session rebuilt is scored again), here
+        or, as :meth:`recall_baselines` read it, in an earlier process."""
         key = (activation.project_id, activation.activation_id)
         with self._lock:
             observed = activation.activation_id in self._observed
             if observed and key in self._compared:
                 self._compared.move_to_end(key)
                 return self._compared[key]
-        # observed but not compared here: loaded with the stored window at start, or out of
-        # the memory above; the window then holds it, and it is left out
+            if key in self._recalled:  # scored before this process compared it
+                return self._recalled[key]
+        # observed but not compared here: loaded with the stored window at start (no
+        # evaluation recorded its baseline), or out of the memory above; the window then holds
+        # it, and it is left out
         baseline = self._baseline(activation.project_id).get(
             activation.skill_name, excluding=activation.activation_id if observed else ""
         )
         with self._lock:
             self._compared[key] = baseline
             self._compared.move_to_end(key)
-            while len(self._compared) > _OBSERVED_MAX:
-                self._compared.popitem(last=False)
+            self._trim_compared()
         return baseline
+
+    def _trim_compared(self) -> None:
+        while len(self._compared) > _OBSERVED_MAX:
+            self._compared.popitem(last=False)
 
     def observe(self, activation: Activation) -> None:
         """Add a scored activation to its skill's baseline (once, however often rescored)."""

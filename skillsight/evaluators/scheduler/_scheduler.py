@@ -99,6 +99,8 @@ def score_activations(
         for project_id, own in projects.items()
         for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
     }
+    for project_id, own in projects.items():
+        assembler.recall_baselines(project_id, own)
 
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)
