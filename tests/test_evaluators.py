@@ -39,6 +39,7 @@ from skillsight.evaluators import (
     run_evaluators,
 )
 from skillsight.evaluators._baseline import restored_baseline, stored_baseline
+from skillsight.evaluators._skill_selection import restored_catalogue, stored_catalogue
 from skillsight.evaluators.security import destructive, find_secrets, scan_untrusted
 from skillsight.evaluators.security._roots import Roots
 from skillsight.ingest import otlp
@@ -445,17 +446,38 @@ def test_a_baseline_is_stored_with_its_evaluation_exactly_and_read_back() -> Non
     assert baseline is not None and baseline.duration_ms == (0.3 + 10.1) / 2
     assert restored_baseline(stored_baseline(baseline)) == baseline
     scored = EfficiencyEvaluator().evaluate(activation(), EvaluationContext(baseline=baseline))
-    assert scored.baseline == stored_baseline(baseline)
-    assert scored.to_row(1)["baseline"] == scored.baseline
-    assert Evaluation.from_row(scored.to_row(1)).baseline == scored.baseline
+    assert scored.compared_with == stored_baseline(baseline)
+    assert scored.to_row(1)["compared_with"] == scored.compared_with
+    assert Evaluation.from_row(scored.to_row(1)).compared_with == scored.compared_with
     unknown = restored_baseline(stored_baseline(replace(baseline, duration_ms=math.nan)))
     assert unknown is not None and math.isnan(unknown.duration_ms)
     assert restored_baseline("null") is None
-    assert EfficiencyEvaluator().evaluate(activation()).baseline == "null"
+    assert EfficiencyEvaluator().evaluate(activation()).compared_with == "null"
     wrong_type = '{"tool_calls": "1", "tokens": 1, "duration_ms": 1, "samples": 1}'
     for hostile in ("", "[1, 2]", '{"tool_calls": 1}', wrong_type, "[" * 100_000):
         with pytest.raises(ValueError):
             restored_baseline(hostile)
+
+
+def test_a_catalogue_is_stored_with_its_verdict_and_read_back(embedder: Any) -> None:
+    """skill_selection keeps the catalogue it compared with when the telemetry recorded no
+    visible skills (and nothing when it did); what is read back is that catalogue, and
+    anything else stored there is refused."""
+    catalogue = (
+        VisibleSkill(name="csv-summary", description="Totals of a CSV file — “quoted”, ✓"),
+        VisibleSkill(name="lint", description=""),
+    )
+    assert restored_catalogue(stored_catalogue(catalogue)) == catalogue
+    assert restored_catalogue(stored_catalogue(())) == ()
+    act = activation()
+    context = EvaluationContext(catalogue=catalogue, embedder=embedder)
+    scored = SkillSelectionEvaluator().evaluate(act, context)
+    assert scored.score is not None and scored.compared_with == stored_catalogue(catalogue)
+    seen = act.model_copy(update={"visible_skills": list(catalogue)})
+    assert SkillSelectionEvaluator().evaluate(seen, context).compared_with == ""
+    for hostile in ("", "{}", "[[1, 2]]", '[["a"]]', '[["a", "b", "c"]]', "[" * 100_000):
+        with pytest.raises(ValueError):
+            restored_catalogue(hostile)
 
 
 # --- integration_heuristic ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from skillsight.evaluators._baseline import Baseline, stored_baseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._registry import Registry
+from skillsight.evaluators._skill_selection import restored_catalogue
 from skillsight.evaluators.scheduler import (
     ContextAssembler,
     EvaluationScheduler,
@@ -510,12 +511,58 @@ def test_after_a_restart_a_rescored_activation_keeps_the_baseline_it_was_compare
     if before >= 5:
         assert first.score is not None and first.score < 0.5  # 4x the median of those before
     else:
-        assert first.label == "not_applicable" and first.baseline == "null"
+        assert first.label == "not_applicable" and first.compared_with == "null"
     (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
-    assert row["baseline"] == first.baseline != ""
+    assert row["compared_with"] == first.compared_with != ""
     second = run(after_restart())
     assert (second.score, second.label, second.reason) == (first.score, first.label, first.reason)
-    assert second.baseline == first.baseline
+    assert second.compared_with == first.compared_with
+
+
+def test_a_rescore_sees_the_catalogue_the_activation_was_first_shown(
+    scanned: EmbeddedStore, recorded: Activation, tmp_path: Path
+) -> None:
+    """Claude Code does not report which skills the agent could see, so skill_selection
+    compares with the project's catalogue. A skill added to it after an activation was scored
+    (a scan, a push from CI) was not there when the agent chose: a rescore of that activation,
+    in the same process or after a restart, compares with the catalogue it was first shown
+    with. A new activation sees the catalogue as it is."""
+    assert not recorded.visible_skills
+
+    async def score(assembler: ContextAssembler, activation: Activation) -> Evaluation:
+        async with EvaluationScheduler(
+            scanned, evaluators=["skill_selection"], assembler=assembler
+        ) as scheduler:
+            (evaluation,) = await scheduler.score(PROJECT, [activation])
+            return evaluation
+
+    live = ContextAssembler(scanned, catalogue_ttl_s=0)  # every context reads the catalogue
+    first = run(score(live, recorded))
+    # the request ("... data/sales.csv ...") names the new skill
+    folder = tmp_path / "later" / "sales"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: sales\ndescription: Answers questions about sales figures.\n---\nBody.\n"
+    )
+    scanned.skills.insert(PROJECT, [load_skill(folder)])
+    again = recorded.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+    second = run(score(live, again))
+    after_restart = run(score(ContextAssembler(scanned), again))
+    fresh = run(score(live, recorded.model_copy(update={"activation_id": "e" * 32})))
+
+    assert first.label == "plausible" and first.score is not None and first.score > 0
+    verdict = (first.score, first.label, first.reason, first.compared_with)
+    assert (second.score, second.label, second.reason, second.compared_with) == verdict
+    assert (
+        after_restart.score,
+        after_restart.label,
+        after_restart.reason,
+        after_restart.compared_with,
+    ) == verdict
+    assert (fresh.score, fresh.label) == (0.0, "named_other")  # the new catalogue counts
+    skill = load_skill(tmp_path / "project" / ".claude" / "skills" / "csv-summary")
+    shown = (VisibleSkill(name="csv-summary", description=skill.description),)
+    assert restored_catalogue(first.compared_with) == shown
 
 
 def test_a_backfill_grows_its_baselines_afresh_instead_of_recalling_them(
@@ -538,13 +585,13 @@ def test_a_backfill_grows_its_baselines_afresh_instead_of_recalling_them(
         reason="compared with a baseline from elsewhere",
         project_id=PROJECT,
         skill_name=heavy.skill_name,
-        baseline=stale,
+        compared_with=stale,
     )
     embedded_store.evaluations.write(PROJECT, [scored.to_row(1)])
-    assert ContextAssembler(embedded_store).recall_baselines(PROJECT, [heavy]) == 1
+    assert ContextAssembler(embedded_store).recall(PROJECT, [heavy]) == 1
     backfill(embedded_store, PROJECT, evaluators=["efficiency"])
     (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
-    assert row["baseline"] not in ("", stale)
+    assert row["compared_with"] not in ("", stale)
 
 
 # -- the evaluation worker's poller, on the server transport ----------------------------------

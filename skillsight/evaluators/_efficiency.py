@@ -60,7 +60,7 @@ class EfficiencyEvaluator(Evaluator):
         baseline = context.baseline
         if baseline is None:
             unscored = self.not_applicable(activation, "no baseline for this skill yet")
-            unscored.baseline = "null"
+            unscored.compared_with = "null"
             return unscored
         over, medians, recorded = _shown(baseline)
         metrics = (
@@ -109,5 +109,5 @@ class EfficiencyEvaluator(Evaluator):
             step_ids=[activation.trigger_step_id],
             tool_call_ids=[activation.trigger_call_id],
         )
-        scored.baseline = recorded  # a rescore elsewhere compares with the same
+        scored.compared_with = recorded  # a rescore elsewhere compares with the same
         return scored

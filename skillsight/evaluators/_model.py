@@ -160,10 +160,11 @@ class Evaluation:
     not exported, message text not logged, the workspace unknown. The reason says it too."""
     inputs_hash: str = ""
     """A digest of what the evaluator was shown (a judge: its prompt); "" when not kept."""
-    baseline: str = ""
+    compared_with: str = ""
     """What the evaluator compared the activation with from outside it, as JSON (efficiency:
-    the skill's baseline before it, ``"null"`` when there was none yet), so that a rescore, in
-    this process or another, compares with the same; "" when it compares with nothing."""
+    the skill's baseline before it, ``"null"`` when there was none yet; skill_selection: the
+    catalogue, when the telemetry did not record what the agent could see), so that a
+    rescore, in this process or another, compares with the same; "" when nothing."""
 
     def __post_init__(self) -> None:
         if self.score is not None and not 0.0 <= self.score <= 1.0:
@@ -221,7 +222,7 @@ class Evaluation:
             "activation_rebuilt_at": activation_rebuilt_at,
             "unseen": list(self.unseen),
             "inputs_hash": self.inputs_hash,
-            "baseline": self.baseline,
+            "compared_with": self.compared_with,
         }
 
     @classmethod
@@ -292,5 +293,5 @@ class Evaluation:
             skill_version=str(row.get("skill_version", "")),
             unseen=tuple(str(u) for u in row.get("unseen") or ()),
             inputs_hash=str(row.get("inputs_hash") or ""),
-            baseline=str(row.get("baseline") or ""),
+            compared_with=str(row.get("compared_with") or ""),
         )

@@ -16,6 +16,7 @@ visible: a request with two intents rightly activates two skills, each closer to
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -58,6 +59,43 @@ def _named(request: str, name: str) -> bool:
 def visible_skills(activation: Activation, context: EvaluationContext) -> list[VisibleSkill]:
     """What the agent could see: as recorded with the activation, else the catalogue."""
     return list(activation.visible_skills) or list(context.catalogue)
+
+
+_last_stored: tuple[object, str] = ((), "[]")
+
+
+def stored_catalogue(catalogue: Sequence[VisibleSkill]) -> str:
+    """The catalogue a verdict compared with, as its evaluation row keeps it (``[[name,
+    description], ...]``). The catalogue a scheduler hands every activation is one object until
+    it is read again, so the text of the last one is kept."""
+    global _last_stored
+    last, text = _last_stored
+    if catalogue is last:
+        return text
+    text = json.dumps(
+        [[skill.name, skill.description] for skill in catalogue],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    _last_stored = (catalogue, text)
+    return text
+
+
+def restored_catalogue(text: str) -> tuple[VisibleSkill, ...]:
+    """The catalogue :func:`stored_catalogue` wrote; ``ValueError`` when ``text`` is not one."""
+    try:
+        found = json.loads(text)
+    except RecursionError as exc:  # nested past the parser's stack
+        raise ValueError(f"not a stored catalogue: {text[:80]!r}") from exc
+    if not isinstance(found, list) or not all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and isinstance(pair[1], str)
+        for pair in found
+    ):
+        raise ValueError(f"not a stored catalogue: {text[:80]!r}")
+    return tuple(VisibleSkill(name=name, description=description) for name, description in found)
 
 
 class SkillSelectionEvaluator(Evaluator):
@@ -146,7 +184,8 @@ class SkillSelectionEvaluator(Evaluator):
             if not activation.request_logged:
                 return self.not_applicable(activation, "the request was not logged", ("request",))
             return self.not_applicable(activation, "no request")
-        visible = visible_skills(activation, context)
+        recorded = activation.visible_skills
+        visible = list(recorded) or list(context.catalogue)
         chosen_desc = next(
             (s.description for s in visible if s.name == activation.skill_name),
             None,
@@ -222,7 +261,7 @@ class SkillSelectionEvaluator(Evaluator):
             f"; other visible skills: {ranking}" if ranking else "; no other skill visible"
         )
         label = "plausible" if not findings else ("named_other" if named else "distractor")
-        return self.result(
+        scored = self.result(
             activation,
             score,
             label,
@@ -231,3 +270,6 @@ class SkillSelectionEvaluator(Evaluator):
             step_ids=[activation.trigger_step_id],
             tool_call_ids=[activation.trigger_call_id],
         )
+        if not recorded:  # the catalogue stood in for what the agent saw: a rescore sees it too
+            scored.compared_with = stored_catalogue(context.catalogue)
+        return scored

@@ -50,7 +50,7 @@ EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
     ("unseen", pa.list_(_STR), "Array(String)", "unseen"),
     ("inputs_hash", _STR, "String", "inputs_hash"),
-    ("baseline", _STR, "String", "baseline"),
+    ("compared_with", _STR, "String", "compared_with"),
 )
 # The streamed column carrying evaluated_at is named for its unit.
 _SOURCE = {"evaluated_at": "evaluated_at_us"}
@@ -71,7 +71,7 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
         missing = sorted(k for k in _REQUIRED - {"project_id"} if not row.get(k))
         if missing:
             raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
-        prepared.append({"inputs_hash": "", "baseline": "", **row, "project_id": project_id})
+        prepared.append({"inputs_hash": "", "compared_with": "", **row, "project_id": project_id})
     try:
         return pa.Table.from_pylist(prepared, schema=SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -83,7 +83,7 @@ _LIST_EVALUATIONS = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
        judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
-       baseline, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+       compared_with, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
     WHERE project_id = {project:String} AND activation_id = {activation:String}
@@ -97,7 +97,7 @@ _LIST_EVALUATIONS_OF = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
        judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
-       baseline, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+       compared_with, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
     WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
@@ -106,15 +106,15 @@ FROM (
 )
 ORDER BY activation_id, evaluator, evaluator_version"""
 
-# Per activation, what its newest evaluation that recorded one compared it with (efficiency:
-# its baseline); a rescore in another process compares with the same.
-_BASELINES_OF = """
-SELECT activation_id, baseline
+# Per activation and evaluator, what its newest evaluation recorded it was compared with; a
+# rescore in another process compares with the same.
+_COMPARED_WITH = """
+SELECT activation_id, evaluator, compared_with
 FROM evaluations
 WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
-  AND baseline != ''
+  AND compared_with != ''
 ORDER BY evaluated_at DESC
-LIMIT 1 BY activation_id"""
+LIMIT 1 BY activation_id, evaluator"""
 
 # What LLM judges spent since a moment, over every project (the daily spend cap is the
 # service's): the ledger (migration 0018), and the judges' evaluation rows for what was spent
@@ -168,7 +168,7 @@ class EvaluationRow(TypedDict):
     activation_rebuilt_at: str
     unseen: list[str]
     inputs_hash: str
-    baseline: str
+    compared_with: str
     evaluated_at_us: int
 
 
@@ -229,16 +229,21 @@ class Evaluations:
                 out[str(row["activation_id"])].append(row)  # type: ignore[arg-type]
         return out
 
-    def baselines(self, project_id: str, activation_ids: Sequence[str]) -> dict[str, str]:
-        """Per activation id, the ``baseline`` its newest evaluation recorded (the JSON an
-        evaluator wrote of what it compared the activation with); ids without one are absent."""
+    def compared_with(
+        self, project_id: str, activation_ids: Sequence[str]
+    ) -> dict[str, dict[str, str]]:
+        """Per activation id and evaluator, what its newest evaluation recorded it compared
+        the activation with (``compared_with``: JSON the evaluator wrote); pairs without one
+        are absent. One query."""
         if not activation_ids:
             return {}
         params = {"project": project_id, "activations": list(activation_ids)}
-        return {
-            str(row["activation_id"]): str(row["baseline"])
-            for row in self._store.query(_BASELINES_OF, params)
-        }
+        out: dict[str, dict[str, str]] = {}
+        for row in self._store.query(_COMPARED_WITH, params):
+            out.setdefault(str(row["activation_id"]), {})[str(row["evaluator"])] = str(
+                row["compared_with"]
+            )
+        return out
 
     def judge_spend_since(self, since: datetime) -> float:
         """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""

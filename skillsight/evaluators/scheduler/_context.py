@@ -20,13 +20,16 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from skillsight.errors import SkillError
 from skillsight.evaluators._baseline import Baseline, RollingBaseline, restored_baseline
 from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._efficiency import EfficiencyEvaluator
 from skillsight.evaluators._model import Evaluation
+from skillsight.evaluators._skill_selection import SkillSelectionEvaluator, restored_catalogue
 from skillsight.evaluators.judges import judge_context
 from skillsight.rebuild.trajectories.atif import Trajectory
 from skillsight.skills import SkillManifest, load_skill
@@ -94,6 +97,16 @@ def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tu
     return tuple(dict.fromkeys(message for _, message in later if message))
 
 
+@dataclass(slots=True)
+class _Recalled:
+    """What an activation's stored evaluations say it was compared with."""
+
+    baseline: Baseline | None = None
+    has_baseline: bool = False
+    """Efficiency recorded a baseline (``None`` then means the skill had none yet)."""
+    catalogue: tuple[VisibleSkill, ...] | None = None
+
+
 class ContextAssembler:
     """Builds an :class:`EvaluationContext` per activation; caches what it reads."""
 
@@ -110,9 +123,10 @@ class ContextAssembler:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
         self.seed = seed
-        self.recall = recall
-        """Read the baselines activations were compared with from their stored evaluations
-        (:meth:`recall_baselines`), when this process did not compare them itself."""
+        self.recall_stored = recall
+        """Read what activations were compared with (the efficiency baseline, the catalogue)
+        from their stored evaluations (:meth:`recall`), when this process did not compare
+        them itself."""
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
         self.verdicts = verdicts
@@ -126,9 +140,17 @@ class ContextAssembler:
         # observed: a session rebuilt again is scored again, and by then the window holds the
         # activation itself and the ones after it.
         self._compared: OrderedDict[tuple[str, str], Baseline | None] = OrderedDict()
-        # Per (project, activation id), the baseline a stored evaluation says it was compared
-        # with: scored before this process compared it (a restart, another worker).
-        self._recalled: OrderedDict[tuple[str, str], Baseline | None] = OrderedDict()
+        # Per (project, activation id), the catalogue it was first shown with (the one
+        # skill_selection compares with when the telemetry did not record what the agent saw):
+        # a catalogue changed since, by a scan or a push, is not what the agent could see then.
+        self._shown: OrderedDict[tuple[str, str], tuple[VisibleSkill, ...]] = OrderedDict()
+        self._visible: tuple[Mapping[str, SkillEntry] | None, tuple[VisibleSkill, ...]] = (
+            None,
+            (),
+        )
+        # Per (project, activation id), what stored evaluations say it was compared with:
+        # scored before this process compared it (a restart, another worker).
+        self._recalled: OrderedDict[tuple[str, str], _Recalled] = OrderedDict()
         self._lock = threading.Lock()
 
     def catalogue(self, project_id: str) -> Mapping[str, SkillEntry]:
@@ -172,10 +194,7 @@ class ContextAssembler:
         that only announced the next step leaves the use of the skill's values. ``earlier``:
         its stored judge verdicts (:meth:`earlier_verdicts`)."""
         entries = self.catalogue(activation.project_id)
-        visible = tuple(
-            VisibleSkill(name=name, description=str(entry.get("description") or ""))
-            for name, entry in sorted(entries.items())
-        )
+        visible = self._shown_with(activation, entries)
         entry = entries.get(activation.skill_name)
         uri = entry["source_uri"] if entry is not None else ""
         if not uri and activation.contract is not None:
@@ -214,13 +233,15 @@ class ContextAssembler:
             log.warning("stored trajectory of session %s does not parse", activation.session_id)
             return None
 
-    def recall_baselines(self, project_id: str, activations: Sequence[Activation]) -> int:
-        """Remember the baselines the activations this process has not compared were compared
-        with, as their stored evaluations recorded them (one query): a session rebuilt again
-        after a restart, or scored first by another worker, is compared with what it was
-        compared with then, not with a window that by now holds it and the activations after
-        it. Returns how many were recalled; nothing without ``recall``."""
-        if not self.recall:
+    def recall(self, project_id: str, activations: Sequence[Activation]) -> int:
+        """Remember what the activations this process has not compared were compared with, as
+        their stored evaluations recorded it (one query): the efficiency baseline and the
+        catalogue skill_selection saw. A session rebuilt again after a restart, or scored first
+        by another worker, is compared with what it was compared with then, not with a window
+        that by now holds it and the activations after it, nor with a catalogue changed
+        since. Returns how many activations something was recalled for; nothing without
+        ``recall``."""
+        if not self.recall_stored:
             return 0
         with self._lock:
             unknown = [
@@ -231,17 +252,56 @@ class ContextAssembler:
             ]
         if not unknown:
             return 0
-        recalled: dict[tuple[str, str], Baseline | None] = {}
-        for activation_id, text in self.store.evaluations.baselines(project_id, unknown).items():
+        recalled: dict[tuple[str, str], _Recalled] = {}
+        stored = self.store.evaluations.compared_with(project_id, unknown)
+        for activation_id, by_evaluator in stored.items():
+            found = _Recalled()
             try:
-                recalled[(project_id, activation_id)] = restored_baseline(text)
+                if (text := by_evaluator.get(EfficiencyEvaluator.name)) is not None:
+                    found.baseline, found.has_baseline = restored_baseline(text), True
+                if (text := by_evaluator.get(SkillSelectionEvaluator.name)) is not None:
+                    found.catalogue = self._shared(restored_catalogue(text))
             except ValueError:
-                log.warning("stored baseline of activation %s does not parse", activation_id)
+                log.warning("what activation %s was compared with does not parse", activation_id)
+                continue
+            recalled[(project_id, activation_id)] = found
         with self._lock:
             self._recalled.update(recalled)
             while len(self._recalled) > _OBSERVED_MAX:
                 self._recalled.popitem(last=False)
         return len(recalled)
+
+    def _shared(self, catalogue: tuple[VisibleSkill, ...]) -> tuple[VisibleSkill, ...]:
+        """The catalogue at hand when ``catalogue`` equals it (one object for the many
+        activations that recall the same)."""
+        current = self._visible[1]
+        return current if current == catalogue else catalogue
+
+    def _shown_with(
+        self, activation: Activation, entries: Mapping[str, SkillEntry]
+    ) -> tuple[VisibleSkill, ...]:
+        """The catalogue the activation was first shown with: recalled from its stored
+        evaluations, or the one at hand when this process first built its context."""
+        key = (activation.project_id, activation.activation_id)
+        with self._lock:
+            recalled = self._recalled.get(key)
+            if recalled is not None and recalled.catalogue is not None:
+                return recalled.catalogue
+            shown = self._shown.get(key)
+            if shown is not None:
+                self._shown.move_to_end(key)
+                return shown
+            last, visible = self._visible
+            if entries is not last:  # built once per catalogue read, shared by activations
+                visible = tuple(
+                    VisibleSkill(name=name, description=str(entry.get("description") or ""))
+                    for name, entry in sorted(entries.items())
+                )
+                self._visible = (entries, visible)
+            self._shown[key] = visible
+            while len(self._shown) > _OBSERVED_MAX:
+                self._shown.popitem(last=False)
+            return visible
 
     def _baseline_before(self, activation: Activation) -> Baseline | None:
         """The skill's baseline before ``activation`` was observed: the current one until it
@@ -253,8 +313,9 @@ class ContextAssembler:
             if observed and key in self._compared:
                 self._compared.move_to_end(key)
                 return self._compared[key]
-            if key in self._recalled:  # scored before this process compared it
-                return self._recalled[key]
+            recalled = self._recalled.get(key)
+            if recalled is not None and recalled.has_baseline:  # compared before this process
+                return recalled.baseline
         # observed but not compared here: loaded with the stored window at start (no
         # evaluation recorded its baseline), or out of the memory above; the window then holds
         # it, and it is left out

@@ -100,7 +100,7 @@ def score_activations(
         for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
     }
     for project_id, own in projects.items():
-        assembler.recall_baselines(project_id, own)
+        assembler.recall(project_id, own)
 
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)

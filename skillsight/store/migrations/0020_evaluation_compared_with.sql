@@ -1,0 +1,9 @@
+-- What an evaluator compared the activation with from outside the activation itself, as JSON:
+-- efficiency, the skill's rolling baseline (medians and sample count) before the activation was
+-- observed ('null' when the skill had none yet); skill_selection, the project's skill catalogue
+-- (name and description of each skill) when the telemetry did not record what the agent could
+-- see. A session rebuilt on its next prompt is scored again, also in a process started since (a
+-- deploy, a crash): the scheduler reads this back and compares the activation with the same, so
+-- its verdict does not move with the window or a catalogue changed since. '' where the evaluator
+-- compares with nothing from outside, and on rows from before this column.
+ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS compared_with String DEFAULT '' AFTER inputs_hash;
