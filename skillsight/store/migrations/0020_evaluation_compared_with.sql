@@ -5,5 +5,6 @@
 -- see. A session rebuilt on its next prompt is scored again, also in a process started since (a
 -- deploy, a crash): the scheduler reads this back and compares the activation with the same, so
 -- its verdict does not move with the window or a catalogue changed since. '' where the evaluator
--- compares with nothing from outside, and on rows from before this column.
-ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS compared_with String DEFAULT '' AFTER inputs_hash;
+-- compares with nothing from outside, and on rows from before this column. ZSTD: a catalogue
+-- repeats row after row, and compresses to almost nothing over a block.
+ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS compared_with String DEFAULT '' CODEC(ZSTD(3)) AFTER inputs_hash;
