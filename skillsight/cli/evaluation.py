@@ -122,9 +122,10 @@ def eval_worker(
 
     Example: skillsight eval worker --clickhouse clickhouse://ch:8123/skillsight --worker 0/2
     """
-    from skillsight.runtime import Services, parse_shard, run_services
+    from skillsight.runtime import Services, parse_shard, run_services, settle_heap
 
     def ready(_: Services) -> None:
+        settle_heap(settings.gc_young_threshold)
         print("SKILLSIGHT_EVAL_WORKER_READY", flush=True)
 
     try:

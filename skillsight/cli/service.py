@@ -95,7 +95,7 @@ def serve(
     """
     from skillsight.api import Endpoints
     from skillsight.api import serve as run
-    from skillsight.runtime import parse_shard, role_named
+    from skillsight.runtime import parse_shard, role_named, settle_heap
 
     try:
         share = parse_shard(shard) if shard else (None, None)
@@ -130,6 +130,7 @@ def serve(
         if endpoints.otlp_http:
             console.print(f"  OTLP/HTTP   {endpoints.otlp_http}", highlight=False)
             console.print(f"  OTLP/gRPC   {endpoints.otlp_grpc}", highlight=False)
+        settle_heap(settings.gc_young_threshold)  # started: the model and imports are in
         # one machine-readable line for scripts and tests
         print("SKILLSIGHT_READY " + json.dumps(endpoints.__dict__), flush=True)
 
@@ -415,9 +416,10 @@ def worker(
 
     Example: skillsight worker --clickhouse clickhouse://ch:8123/skillsight --shard 0/2
     """
-    from skillsight.runtime import Services, parse_shard, run_services
+    from skillsight.runtime import Services, parse_shard, run_services, settle_heap
 
     def ready(_: Services) -> None:
+        settle_heap(settings.gc_young_threshold)
         print("SKILLSIGHT_WORKER_READY", flush=True)
 
     try:

@@ -209,6 +209,13 @@ class Settings:
         "skillsight serve loads the embedding model at start, before it listens, not at the first "
         "score",
     )
+    gc_young_threshold: int = _setting(
+        50_000,
+        "int",
+        "a started service process freezes what start-up made and collects cyclic garbage every "
+        "this many allocations instead of 700 (docs/performance.md); 0 = Python's collector "
+        "as it is",
+    )
     scorecard_refresh_s: float = _setting(
         5.0,
         "float",

@@ -58,6 +58,7 @@ def validate(self: Settings) -> None:
         "rebuild_settle_s",
         "rebuild_catchup_s",
         "rebuild_cache_mb",
+        "gc_young_threshold",
     ):
         if getattr(self, name) < 0:
             raise ConfigError(f"{name} must not be negative (SKILLSIGHT_{name.upper()})")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from skillsight.runtime._evaluation import ServiceEvaluators, build_scheduler, service_evaluators
+from skillsight.runtime._heap import settle_heap
 from skillsight.runtime._process import parse_shard, run_services, stop_on_signals
 from skillsight.runtime._services import ROLES, Role, Services, build_services, role_named
 
@@ -22,5 +23,6 @@ __all__ = [
     "role_named",
     "run_services",
     "service_evaluators",
+    "settle_heap",
     "stop_on_signals",
 ]

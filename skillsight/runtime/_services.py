@@ -24,6 +24,7 @@ the same graph the service runs.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -107,6 +108,9 @@ class Services:
         health["evaluation"] = self.scheduler.health() if self.scheduler else {"enabled": False}
         health["clustering"] = self.clusterer.health() if self.clusterer else {"enabled": False}
         health["read_models"] = self.refresher.health() if self.refresher else {"enabled": False}
+        # the process's collector (skillsight.runtime.settle_heap): its young threshold, and the
+        # objects of start-up it no longer walks
+        health["gc"] = {"young_threshold": gc.get_threshold()[0], "frozen": gc.get_freeze_count()}
         return health
 
 
