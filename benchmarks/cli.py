@@ -223,18 +223,30 @@ def bench_eval(
         int,
         typer.Option("--selection", help="Activations for skill_selection (0 skips the model)."),
     ] = 300,
+    prompts: Annotated[
+        int,
+        typer.Option(
+            "--prompts",
+            help="Prompts of a session handed to the scheduler after each, with and without "
+            "keeping unchanged activations' verdicts (0 skips it).",
+        ),
+    ] = 20,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
 ) -> None:
-    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart.
+    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart; and
+    the rows a session of many prompts writes.
 
-    Example: skillsight bench eval --activations 5000 --selection 300
+    Example: skillsight bench eval --activations 5000 --selection 300 --prompts 20
     """
     from benchmarks.eval import run_eval_bench
+    from benchmarks.eval_prompts import run_prompts_eval_bench
 
     try:
         report = run_eval_bench(activations=activations, selection=selection, console=console)
+        if prompts:
+            report["session_of_prompts"] = run_prompts_eval_bench(prompts=prompts, console=console)
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

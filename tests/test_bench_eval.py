@@ -8,6 +8,7 @@ import io
 from rich.console import Console
 
 from benchmarks.eval import CHEAP, WORKSPACE, run_eval_bench, synthetic_activations
+from benchmarks.eval_prompts import run_prompts_eval_bench
 from skillsight.evaluators import EvaluationContext, deterministic_registry
 
 
@@ -44,3 +45,19 @@ def test_the_synthetic_workload_exercises_the_findings_the_bench_claims() -> Non
         for name in ("security", "tool_errors", "script_execution"):
             kinds.update(f.kind for f in registry.get(name).evaluate(a, context).findings)
     assert {"secret", "rm_rf_outside_workspace", "tool_error", "repeated_call"} <= kinds
+
+
+def test_a_session_of_prompts_writes_each_activations_rows_once() -> None:
+    """Handed over after each of 4 prompts of 3 activations, the session's rows are written
+    once per activation; the scheduler that scores every hand-over again writes 3 + 6 + 9 + 12
+    activations' rows."""
+    out = io.StringIO()
+    report = run_prompts_eval_bench(prompts=4, per_prompt=3, console=Console(file=out, width=200))
+    assert report["kept"]["rows_written"] == 12 * len(CHEAP)
+    assert report["kept"]["unchanged"] == (3 + 6 + 9) * len(CHEAP)
+    assert report["rescored"] == {
+        "rows_written": 30 * len(CHEAP),
+        "unchanged": 0,
+        "cpu_s": report["rescored"]["cpu_s"],
+    }
+    assert "verdicts kept" in out.getvalue()

@@ -80,6 +80,14 @@ def copies(activation: Activation, count: int) -> list[Activation]:
     ]
 
 
+def rebuilt_again(activation: Activation) -> Activation:
+    """The activation as a later rebuild finds it when late rows changed something its verdicts
+    do not rest on (its cost): scored again, unlike one found unchanged."""
+    return activation.model_copy(
+        update={"rebuilt_at": "2099-01-01T00:00:00.000000Z", "cost_usd": activation.cost_usd + 1}
+    )
+
+
 def ready(activations: list[Activation]) -> ActivationsReady:
     return ActivationsReady(PROJECT, "session-1", tuple(activations), 1)
 
@@ -215,28 +223,87 @@ def test_two_workers_split_the_activations_exactly(
 def test_rescoring_replaces_rows_and_never_duplicates(
     embedded_store: EmbeddedStore, recorded: Activation
 ) -> None:
+    """A rebuild that changed an activation gets its rows replaced (one per evaluator, never
+    two); one that found the same activation leaves its rows as they are: nothing is scored or
+    written again (counted as ``unchanged``)."""
     activations = copies(recorded, 5)
+    changed = [  # late rows added cost the four evaluators do not look at
+        a.model_copy(update={"cost_usd": a.cost_usd + 1, "rebuilt_at": "2099-01-01T00:00:00Z"})
+        for a in activations
+    ]
+    same = [a.model_copy(update={"rebuilt_at": "2099-01-02T00:00:00Z"}) for a in changed]
+    ids = [a.activation_id for a in activations]
 
-    async def score_twice() -> None:
+    async def score_three_times() -> EvaluationScheduler:
         async with EvaluationScheduler(embedded_store, evaluators=CHEAP) as scheduler:
             await scheduler.score(PROJECT, activations)
-            first = embedded_store.evaluations.of(PROJECT, [a.activation_id for a in activations])
-            await scheduler.score(PROJECT, activations)
-        second = embedded_store.evaluations.of(PROJECT, [a.activation_id for a in activations])
+            first = embedded_store.evaluations.of(PROJECT, ids)
+            await scheduler.score(PROJECT, changed)
+            second = embedded_store.evaluations.of(PROJECT, ids)
+            assert await scheduler.score(PROJECT, same) == []
+            assert embedded_store.evaluations.of(PROJECT, ids) == second
+        drop = (
+            "evaluated_at_us",
+            "latency_ms",
+            "activation_rebuilt_at",
+            "activation_digest",
+            "inputs_hash",
+        )
         for key in first:
             assert [r["evaluator"] for r in second[key]] == [r["evaluator"] for r in first[key]]
             assert [r["evaluated_at_us"] for r in second[key]] > [
                 r["evaluated_at_us"] for r in first[key]
             ]
-            drop = ("evaluated_at_us", "latency_ms")
             assert [{k: v for k, v in r.items() if k not in drop} for r in second[key]] == [
                 {k: v for k, v in r.items() if k not in drop} for r in first[key]
             ]
+            digests = {r["activation_digest"] for r in second[key]}
+            assert digests == {changed[ids.index(key)].content_digest()}
+        return scheduler
 
-    run(score_twice())
+    scheduler = run(score_three_times())
+    assert scheduler.stats.unchanged == len(same) * len(CHEAP)
     assert stored(embedded_store, activations) == {
         a.activation_id: sorted(CHEAP) for a in activations
     }
+
+
+class _Flaky(Evaluator):
+    """Fails on its first call (an evaluator bug, a resource briefly missing), then scores 1."""
+
+    name = "flaky"
+    version = "1"
+    summary = "a test evaluator that fails once"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("briefly broken")
+        return self.result(activation, 1.0, "ok", "ok")
+
+
+def test_an_evaluator_that_failed_scores_an_unchanged_activation_again(
+    embedded_store: EmbeddedStore, recorded: Activation
+) -> None:
+    """An error is not a verdict: the activation handed over again unchanged is scored again
+    (a verdict that stands is kept only for a row that holds one)."""
+    flaky = _Flaky()
+
+    async def twice() -> tuple[list[Evaluation], list[Evaluation], EvaluationScheduler]:
+        async with EvaluationScheduler(embedded_store, registry=Registry([flaky])) as scheduler:
+            first = await scheduler.score(PROJECT, [recorded])
+            again = recorded.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+            second = await scheduler.score(PROJECT, [again])
+            third = await scheduler.score(PROJECT, [again])
+            assert third == []  # now it stands
+        return first, second, scheduler
+
+    first, second, scheduler = run(twice())
+    assert [e.label for e in first] == ["error"] and [e.label for e in second] == ["ok"]
+    assert scheduler.stats.unchanged == 1
 
 
 @pytest.mark.parametrize(
@@ -410,7 +477,7 @@ def test_a_rescored_activation_keeps_the_baseline_from_before_it(
             await scheduler.score(PROJECT, earlier)
             (first,) = await scheduler.score(PROJECT, [heavy])
             await scheduler.score(PROJECT, later)  # the baseline window is now mostly heavy
-            again = heavy.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+            again = rebuilt_again(heavy)
             (second,) = await scheduler.score(PROJECT, [again])
             return first, second
 
@@ -441,11 +508,14 @@ def test_what_the_agent_said_in_a_later_turn_does_not_redeem_an_ignored_output(
         )
 
     async def integration(activations: list[Activation]) -> Evaluation:
+        """Its stored verdict once the session's activations were handed over (scored again
+        only when what it was shown changed)."""
         async with EvaluationScheduler(
             embedded_store, evaluators=["integration_heuristic"]
         ) as scheduler:
-            scored = await scheduler.score(PROJECT, activations)
-        return next(e for e in scored if e.activation_id == ignored.activation_id)
+            await scheduler.score(PROJECT, activations)
+        (row,) = embedded_store.evaluations.for_activation(PROJECT, ignored.activation_id)
+        return Evaluation.from_row(row)
 
     alone = run(integration([ignored]))
     later_turn = run(integration([ignored, answer_in(step + 1)]))
@@ -502,7 +572,7 @@ def test_after_a_restart_a_rescored_activation_keeps_the_baseline_it_was_compare
             return first
 
     async def after_restart() -> Evaluation:
-        again = heavy.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        again = rebuilt_again(heavy)
         async with EvaluationScheduler(embedded_store, evaluators=["efficiency"]) as scheduler:
             (second,) = await scheduler.score(PROJECT, [again])
             return second
@@ -545,9 +615,9 @@ def test_a_rescore_sees_the_catalogue_the_activation_was_first_shown(
         "---\nname: sales\ndescription: Answers questions about sales figures.\n---\nBody.\n"
     )
     scanned.skills.insert(PROJECT, [load_skill(folder)])
-    again = recorded.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+    again = rebuilt_again(recorded)
     second = run(score(live, again))
-    after_restart = run(score(ContextAssembler(scanned), again))
+    after_restart = run(score(ContextAssembler(scanned), rebuilt_again(again)))
     fresh = run(score(live, recorded.model_copy(update={"activation_id": "e" * 32})))
 
     assert first.label == "plausible" and first.score is not None and first.score > 0
@@ -588,7 +658,12 @@ def test_a_backfill_grows_its_baselines_afresh_instead_of_recalling_them(
         compared_with=stale,
     )
     embedded_store.evaluations.write(PROJECT, [scored.to_row(1)])
-    assert ContextAssembler(embedded_store).recall(PROJECT, [heavy]) == 1
+    recalling = ContextAssembler(embedded_store, seed=False)
+    recalling.recall(PROJECT, [heavy])
+    assert stored_baseline(recalling.context(heavy).baseline) == stale
+    not_recalling = ContextAssembler(embedded_store, seed=False, recall=False)
+    assert not_recalling.recall(PROJECT, [heavy]) == {}
+    assert not_recalling.context(heavy).baseline is None
     backfill(embedded_store, PROJECT, evaluators=["efficiency"])
     (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
     assert row["compared_with"] not in ("", stale)
@@ -620,13 +695,16 @@ def test_the_poller_hands_each_new_rebuild_to_the_scheduler_once(server_store: S
         async with scheduler, poller:
             await until(lambda: scheduler.stats.sessions_scored == 1)
             assert await poller.poll() == 0  # the same rebuild is not handed over twice
-            await asyncio.to_thread(rebuild)  # rebuilt again (late rows, say): scored again
+            # rebuilt again (late rows, say): handed over again; it found the same activation,
+            # so its verdicts stand and nothing is written
+            await asyncio.to_thread(rebuild)
             await until(lambda: scheduler.stats.sessions_scored == 2)
         return scheduler, poller
 
     scheduler, poller = run(go())
     assert (poller.sessions_found, poller.errors) == (2, 0)
-    assert scheduler.stats.evaluations_written == 2 * len(CHEAP)
+    assert scheduler.stats.evaluations_written == len(CHEAP)
+    assert scheduler.stats.unchanged == len(CHEAP)
     rows = server_store.evaluations.of(PROJECT, [activation.activation_id])
     assert [r["evaluator"] for r in rows[activation.activation_id]] == sorted(CHEAP)
 
@@ -818,9 +896,14 @@ def test_the_api_marks_scores_of_an_earlier_rebuild_stale(
 
     run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [first]))
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, False)}
-    embedded_store.rebuilds.write_one(PROJECT, session)  # late rows: rebuilt, not yet rescored
+    embedded_store.rebuilds.write_one(PROJECT, session)  # rebuilt again, the same activation
+    [same] = embedded_store.activations.find(PROJECT)
+    assert same.rebuilt_at > first.rebuilt_at
+    assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, False)}
+    (activation,) = session.activations
+    changed = Rebuilt(session.session_id, session.trajectory, [rebuilt_again(activation)])
+    embedded_store.rebuilds.write_one(PROJECT, changed)  # late rows changed it: not yet rescored
     [second] = embedded_store.activations.find(PROJECT)
-    assert second.rebuilt_at > first.rebuilt_at
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(first.rebuilt_at, True)}
     run(EvaluationScheduler(embedded_store, evaluators=CHEAP).score(PROJECT, [second]))
     assert {(e.activation_rebuilt_at, e.stale) for e in scores()} == {(second.rebuilt_at, False)}

@@ -97,7 +97,7 @@ class StoreSource:
 
     def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
         rows = self.store.evaluations.for_activation(self.project, activation.activation_id)
-        return [e.model_dump() for e in evaluations_of(rows, activation.rebuilt_at)]
+        return [e.model_dump() for e in evaluations_of(rows, activation)]
 
 
 # -- printing -------------------------------------------------------------------------------------

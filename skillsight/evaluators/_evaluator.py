@@ -35,6 +35,15 @@ class Evaluator(ABC):
     threshold: ClassVar[float] = 1.0
     """``passed`` is ``score >= threshold``."""
     summary: ClassVar[str] = ""
+    record_decides: ClassVar[bool] = True
+    """The activation record decides the verdict, with what the scheduler keeps fixed for it
+    (the baseline and catalogue it was first compared with, the skill's version): one handed
+    over again unchanged keeps its stored verdict, not scored or written again. A judge's
+    prompt can show more (the trajectory); it reuses a verdict by the prompt's digest."""
+    reads_later_messages: ClassVar[bool] = False
+    """The verdict reads what the agent said after the activation in its turn
+    (``EvaluationContext.later_messages``): a later activation of the turn arriving changes
+    its inputs."""
 
     _filters: ClassVar[bool] = False
     """Whether the class overrides :meth:`applies_to` (else it is not called)."""

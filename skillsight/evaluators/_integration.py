@@ -113,6 +113,7 @@ class IntegrationEvaluator(Evaluator):
     version = "1"
     threshold = 1.0
     summary = "the next message uses the skill's results and nothing is recomputed inline"
+    reads_later_messages = True
 
     def _evaluate(self, activation: Activation, context: EvaluationContext) -> Evaluation:
         calls = activation.tool_calls

@@ -1,7 +1,8 @@
 """Activations as people read them: each with its evaluations, newest rebuild first.
 
 An evaluation names the rebuild it scored; one that scored an older rebuild than the
-activation's current one is ``stale`` until the new scores land.
+activation's current one is ``stale`` until the new scores land, unless that rebuild found the
+same activation (its record's digest): then its verdict stands and no new score comes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def with_evaluations(
         record = activation.model_dump()
         scored = rows[activation.activation_id]
         if scored:  # left unset otherwise, so that the route leaves the keys out
-            record["evaluations"] = evaluations_of(scored, activation.rebuilt_at)
+            record["evaluations"] = evaluations_of(scored, activation)
             record["evaluation_events"] = evaluation_events(scored)
         cluster = clusters.get(activation.activation_id)
         if cluster is not None:
@@ -42,20 +43,29 @@ def with_evaluations(
     return out
 
 
-def evaluations_of(rows: Sequence[Mapping[str, Any]], rebuilt_at: str = "") -> list[EvaluationOut]:
-    """Stored evaluation rows as the API shows them; ``rebuilt_at`` is the current rebuild of
-    their activation (those that scored an older one are stale)."""
+def evaluations_of(
+    rows: Sequence[Mapping[str, Any]], activation: Activation | None = None
+) -> list[EvaluationOut]:
+    """Stored evaluation rows as the API shows them; ``activation`` is their activation's
+    current record: a row that scored an older rebuild of it is stale, unless that rebuild
+    found the same activation."""
+    rebuilt_at = activation.rebuilt_at if activation is not None else ""
+    digest = ""
     out = []
     for row in rows:
         evaluation = Evaluation.from_row(row).to_dict()
         evaluation.pop("activation_id")
         scored = str(row.get("activation_rebuilt_at") or "")
+        stale = bool(scored) and scored < rebuilt_at
+        if stale and activation is not None and row.get("activation_digest"):
+            digest = digest or activation.content_digest()
+            stale = row["activation_digest"] != digest
         out.append(
             EvaluationOut(
                 **evaluation,
                 evaluated_at=iso_us(row["evaluated_at_us"]),
                 activation_rebuilt_at=scored,
-                stale=bool(scored) and scored < rebuilt_at,
+                stale=stale,
             )
         )
     return sorted(out, key=lambda e: (evaluator_order(e.evaluator), e.version))

@@ -62,8 +62,9 @@ class EvaluationOut(BaseModel):
     )
     stale: bool = Field(
         default=False,
-        description="the activation was rebuilt after this score (late rows of its session "
-        "arrived); its rescoring is queued, or failed (see /healthz evaluation)",
+        description="the activation was rebuilt after this score and came out different (late "
+        "rows of its session arrived); its rescoring is queued, or failed (see /healthz "
+        "evaluation). A rebuild that found the same activation leaves its scores standing",
     )
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     )
     from skillsight.store._dead_letters import DeadLetter
     from skillsight.store._embedded import EmbeddedStore
-    from skillsight.store._evaluations import EvaluationRow
+    from skillsight.store._evaluations import EvaluationRow, ScoredBefore
     from skillsight.store._failures import FailedSince, FailingEvaluation, StoredFailure
     from skillsight.store._goldens import GoldenCaseRow, GoldenSetRow
     from skillsight.store._partitions import MAX_PARTITIONS_PER_INSERT, month_of
@@ -88,6 +88,7 @@ __all__ = [
     "RerunRow",
     "RunResultRow",
     "RunRow",
+    "ScoredBefore",
     "ServerAddress",
     "ServerStore",
     "SessionEventRow",

@@ -8,6 +8,7 @@ replaces it; reads take the newest row of each key.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -48,6 +49,7 @@ EVALUATION_ROW: tuple[tuple[str, pa.DataType, str, str], ...] = (
     ("latency_ms", pa.float64(), "Float64", "latency_ms"),
     ("evaluated_at", pa.int64(), "Int64", "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"),
     ("activation_rebuilt_at", _STR, "String", "activation_rebuilt_at"),
+    ("activation_digest", _STR, "String", "activation_digest"),
     ("unseen", pa.list_(_STR), "Array(String)", "unseen"),
     ("inputs_hash", _STR, "String", "inputs_hash"),
     ("compared_with", _STR, "String", "compared_with"),
@@ -71,7 +73,15 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
         missing = sorted(k for k in _REQUIRED - {"project_id"} if not row.get(k))
         if missing:
             raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
-        prepared.append({"inputs_hash": "", "compared_with": "", **row, "project_id": project_id})
+        prepared.append(
+            {
+                "inputs_hash": "",
+                "compared_with": "",
+                "activation_digest": "",
+                **row,
+                "project_id": project_id,
+            }
+        )
     try:
         return pa.Table.from_pylist(prepared, schema=SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -82,8 +92,9 @@ def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.T
 _LIST_EVALUATIONS = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
-       compared_with, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, activation_digest,
+       unseen, inputs_hash, compared_with,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
     WHERE project_id = {project:String} AND activation_id = {activation:String}
@@ -96,8 +107,9 @@ ORDER BY evaluator, evaluator_version"""
 _LIST_EVALUATIONS_OF = """
 SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skill_version,
        score, passed, label, reason, evidence_step_ids, evidence_tool_call_ids, findings, error,
-       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, unseen, inputs_hash,
-       compared_with, toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
+       judge_model, tokens, cost_usd, latency_ms, activation_rebuilt_at, activation_digest,
+       unseen, inputs_hash, compared_with,
+       toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
     WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
@@ -106,15 +118,15 @@ FROM (
 )
 ORDER BY activation_id, evaluator, evaluator_version"""
 
-# Per activation and evaluator, what its newest evaluation recorded it was compared with; a
-# rescore in another process compares with the same.
-_COMPARED_WITH = """
-SELECT activation_id, evaluator, compared_with
+# Per activation and (evaluator, version), its newest row's record of what it scored: the
+# activation's digest, the digest of all the evaluator was shown, what it was compared with.
+_SCORED_BEFORE = """
+SELECT activation_id, evaluator, evaluator_version, activation_digest, inputs_hash,
+       compared_with
 FROM evaluations
 WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
-  AND compared_with != ''
 ORDER BY evaluated_at DESC
-LIMIT 1 BY activation_id, evaluator"""
+LIMIT 1 BY activation_id, evaluator, evaluator_version"""
 
 # What LLM judges spent since a moment, over every project (the daily spend cap is the
 # service's): the ledger (migration 0018), and the judges' evaluation rows for what was spent
@@ -144,6 +156,21 @@ _SPENT_SELECT = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ScoredBefore:
+    """What an activation's newest stored row of one evaluator version scored."""
+
+    activation_id: str
+    evaluator: str
+    evaluator_version: str
+    activation_digest: str
+    """The activation record's digest then ('' on rows from before it was kept)."""
+    inputs_hash: str
+    """The digest of what the evaluator was shown ('' when not kept)."""
+    compared_with: str
+    """What the evaluator compared it with from outside it ('' when nothing)."""
+
+
 class EvaluationRow(TypedDict):
     """A stored evaluation (the newest row of its key)."""
 
@@ -166,6 +193,7 @@ class EvaluationRow(TypedDict):
     cost_usd: float
     latency_ms: float
     activation_rebuilt_at: str
+    activation_digest: str
     unseen: list[str]
     inputs_hash: str
     compared_with: str
@@ -229,21 +257,24 @@ class Evaluations:
                 out[str(row["activation_id"])].append(row)  # type: ignore[arg-type]
         return out
 
-    def compared_with(
-        self, project_id: str, activation_ids: Sequence[str]
-    ) -> dict[str, dict[str, str]]:
-        """Per activation id and evaluator, what its newest evaluation recorded it compared
-        the activation with (``compared_with``: JSON the evaluator wrote); pairs without one
-        are absent. One query."""
+    def scored_before(self, project_id: str, activation_ids: Sequence[str]) -> list[ScoredBefore]:
+        """Per activation and (evaluator, version) with a stored row, what the newest row
+        scored: the activation's digest, the digest of its inputs, what it was compared with.
+        One query."""
         if not activation_ids:
-            return {}
+            return []
         params = {"project": project_id, "activations": list(activation_ids)}
-        out: dict[str, dict[str, str]] = {}
-        for row in self._store.query(_COMPARED_WITH, params):
-            out.setdefault(str(row["activation_id"]), {})[str(row["evaluator"])] = str(
-                row["compared_with"]
+        return [
+            ScoredBefore(
+                str(row["activation_id"]),
+                str(row["evaluator"]),
+                str(row["evaluator_version"]),
+                str(row["activation_digest"]),
+                str(row["inputs_hash"]),
+                str(row["compared_with"]),
             )
-        return out
+            for row in self._store.query(_SCORED_BEFORE, params)
+        ]
 
     def judge_spend_since(self, since: datetime) -> float:
         """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""

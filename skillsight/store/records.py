@@ -180,3 +180,11 @@ class Activation(BaseModel):
         "late): a provisional rebuild, shown but not scored until the session completes or "
         "settles",
     )
+
+    def content_digest(self) -> str:
+        """A digest of what the record says, less when it was rebuilt (``rebuilt_at``,
+        ``settled``): equal for two rebuilds that found the same activation, so its stored
+        verdicts still stand (the scheduler does not score it again, the API does not call
+        them stale)."""
+        text = self.model_dump_json(exclude={"rebuilt_at", "settled"})
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()

@@ -49,6 +49,8 @@ SPEND_CAP_REACHED = "spend cap reached"
 class JudgeEvaluator(Evaluator):
     """Judges activations by one rubric with one model. Build with :meth:`for_rubric`."""
 
+    record_decides = False  # see Evaluator.record_decides
+
     rubric: ClassVar[Rubric]
 
     def __init__(

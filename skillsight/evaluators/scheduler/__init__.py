@@ -17,7 +17,8 @@ from skillsight.evaluators.scheduler._policy import (
     split_names,
 )
 from skillsight.evaluators.scheduler._poller import RebuiltSessionPoller
-from skillsight.evaluators.scheduler._scheduler import EvaluationScheduler, score_activations
+from skillsight.evaluators.scheduler._scheduler import EvaluationScheduler
+from skillsight.evaluators.scheduler._scoring import score_activations
 
 __all__ = [
     "ContextAssembler",

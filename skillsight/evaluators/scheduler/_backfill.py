@@ -18,7 +18,7 @@ from skillsight.evaluators._model import ERROR
 from skillsight.evaluators._registry import Registry, deterministic_registry
 from skillsight.evaluators.scheduler._context import ContextAssembler
 from skillsight.evaluators.scheduler._policy import policies
-from skillsight.evaluators.scheduler._scheduler import score_activations
+from skillsight.evaluators.scheduler._scoring import score_activations
 from skillsight.store import Store
 
 MAX_ACTIVATIONS = 10_000_000

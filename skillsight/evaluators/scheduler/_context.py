@@ -233,43 +233,53 @@ class ContextAssembler:
             log.warning("stored trajectory of session %s does not parse", activation.session_id)
             return None
 
-    def recall(self, project_id: str, activations: Sequence[Activation]) -> int:
-        """Remember what the activations this process has not compared were compared with, as
-        their stored evaluations recorded it (one query): the efficiency baseline and the
-        catalogue skill_selection saw. A session rebuilt again after a restart, or scored first
-        by another worker, is compared with what it was compared with then, not with a window
-        that by now holds it and the activations after it, nor with a catalogue changed
-        since. Returns how many activations something was recalled for; nothing without
-        ``recall``."""
-        if not self.recall_stored:
-            return 0
+    def recall(
+        self, project_id: str, activations: Sequence[Activation]
+    ) -> dict[str, dict[tuple[str, str], str]]:
+        """What the activations' stored evaluations scored, in one query: per activation id,
+        the digest of the inputs each (evaluator, version) was shown last (an activation
+        handed over again with the same inputs keeps those verdicts). And, for those this
+        process has not compared, what they were compared with then, remembered: the
+        efficiency baseline and the catalogue skill_selection saw. A session rebuilt again
+        after a restart, or scored first by another worker, is compared with that, not with a
+        window that by now holds it and the activations after it, nor with a catalogue changed
+        since. Nothing without ``recall``."""
+        if not self.recall_stored or not activations:
+            return {}
+        rows = self.store.evaluations.scored_before(
+            project_id, list(dict.fromkeys(a.activation_id for a in activations))
+        )
+        digests: dict[str, dict[tuple[str, str], str]] = {}
         with self._lock:
-            unknown = [
-                a.activation_id
-                for a in activations
-                if (project_id, a.activation_id) not in self._compared
-                and (project_id, a.activation_id) not in self._recalled
-            ]
-        if not unknown:
-            return 0
+            known = {
+                key
+                for key in ((project_id, row.activation_id) for row in rows)
+                if key in self._compared or key in self._recalled
+            }
         recalled: dict[tuple[str, str], _Recalled] = {}
-        stored = self.store.evaluations.compared_with(project_id, unknown)
-        for activation_id, by_evaluator in stored.items():
-            found = _Recalled()
-            try:
-                if (text := by_evaluator.get(EfficiencyEvaluator.name)) is not None:
-                    found.baseline, found.has_baseline = restored_baseline(text), True
-                if (text := by_evaluator.get(SkillSelectionEvaluator.name)) is not None:
-                    found.catalogue = self._shared(restored_catalogue(text))
-            except ValueError:
-                log.warning("what activation %s was compared with does not parse", activation_id)
+        broken: set[tuple[str, str]] = set()
+        for row in rows:  # newest first
+            scored = (row.evaluator, row.evaluator_version)
+            digests.setdefault(row.activation_id, {})[scored] = row.inputs_hash
+            key = (project_id, row.activation_id)
+            if key in known or key in broken or not row.compared_with:
                 continue
-            recalled[(project_id, activation_id)] = found
+            found = recalled.setdefault(key, _Recalled())
+            try:
+                if row.evaluator == EfficiencyEvaluator.name and not found.has_baseline:
+                    found.baseline = restored_baseline(row.compared_with)
+                    found.has_baseline = True
+                elif row.evaluator == SkillSelectionEvaluator.name and found.catalogue is None:
+                    found.catalogue = self._shared(restored_catalogue(row.compared_with))
+            except ValueError:
+                log.warning("what activation %s was compared with does not parse", key[1])
+                broken.add(key)
+                recalled.pop(key, None)
         with self._lock:
             self._recalled.update(recalled)
             while len(self._recalled) > _OBSERVED_MAX:
                 self._recalled.popitem(last=False)
-        return len(recalled)
+        return digests
 
     def _shared(self, catalogue: tuple[VisibleSkill, ...]) -> tuple[VisibleSkill, ...]:
         """The catalogue at hand when ``catalogue`` equals it (one object for the many

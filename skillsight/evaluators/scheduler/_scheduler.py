@@ -2,8 +2,9 @@
 
 It sees only what the finalizer publishes after rebuilding a *complete* session (its quiet period
 passed and its root span is in), so it never scores a partial trace; a session rebuilt again on
-late rows is scored again and its rows replace the earlier ones (keyed by activation, evaluator
-and evaluator version).
+late rows hands its activations over again, and those whose inputs changed are scored again
+(:mod:`._scoring`), their rows replacing the earlier ones (keyed by activation, evaluator and
+evaluator version).
 
 Per activation and evaluator, a :class:`~skillsight.evaluators.scheduler.Policy` decides by a
 hash of the activation id and by filters (skill, agent, project) whether it runs; a worker keeps
@@ -24,22 +25,20 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TypeVar
 
 from skillsight.errors import ConfigError, SkillsightError
-from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._evaluator import Evaluator
 from skillsight.evaluators._model import ERROR, Evaluation
-from skillsight.evaluators._registry import Registry, deterministic_registry, run_evaluators
-from skillsight.evaluators._views import shared_views
+from skillsight.evaluators._registry import Registry, deterministic_registry
 from skillsight.evaluators.scheduler._context import ContextAssembler
 from skillsight.evaluators.scheduler._policy import (
-    Policy,
     partition_of,
     policies,
 )
+from skillsight.evaluators.scheduler._scoring import Scored, score_activations
 from skillsight.rebuild.finalizer import ActivationsReady
 from skillsight.store import Store
 from skillsight.store.records import Activation
@@ -49,86 +48,7 @@ log = logging.getLogger(__name__)
 _SESSIONS_PER_WRITE = 256  # sessions a worker scores and writes together when they queue up
 T = TypeVar("T")
 
-__all__ = ["EvaluationScheduler", "SchedulerStats", "Scored", "score_activations"]
-
-
-@dataclass(frozen=True)
-class Scored:
-    """What scoring a batch of activations produced."""
-
-    evaluations: list[Evaluation]
-    sampled_out: int
-    """(activation, evaluator) pairs the policies left out."""
-    rebuilt_at: Mapping[str, str] = field(default_factory=dict)
-    """Per activation id, the rebuild of it that was scored."""
-    started_at: Mapping[str, str] = field(default_factory=dict)
-    """Per activation id, its start (the scorecard read models file each row under it)."""
-    rerun_id: Mapping[str, str] = field(default_factory=dict)
-    """Per activation id of a paired rerun's session, its run (its rows stay out of the
-    production scorecards)."""
-
-    def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
-        """The evaluations as rows of the store, each naming the rebuild it scored, the
-        activation's start and, for rerun traffic, its run."""
-        rows = []
-        for e in self.evaluations:
-            row = e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
-            row["activation_started_at"] = self.started_at.get(e.activation_id, "")
-            row["activation_rerun_id"] = self.rerun_id.get(e.activation_id, "")
-            rows.append(row)
-        return rows
-
-
-def score_activations(
-    activations: Sequence[Activation],
-    assembler: ContextAssembler,
-    *,
-    registry: Registry,
-    chosen: Mapping[str, Policy],
-) -> Scored:
-    """Run each chosen evaluator over the activations its policy selects, then add them to
-    their skills' baselines. Pure CPU and store reads; writes nothing."""
-    contexts: dict[str, EvaluationContext] = {}
-    sessions: dict[str, list[Activation]] = {}
-    projects: dict[str, list[Activation]] = {}
-    for activation in activations:
-        sessions.setdefault(activation.session_id, []).append(activation)
-        projects.setdefault(activation.project_id, []).append(activation)
-    earlier = {
-        key: verdicts
-        for project_id, own in projects.items()
-        for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
-    }
-    for project_id, own in projects.items():
-        assembler.recall(project_id, own)
-
-    def context(activation: Activation) -> EvaluationContext:
-        found = contexts.get(activation.activation_id)
-        if found is None:
-            siblings = sessions.get(activation.session_id, ())
-            found = contexts[activation.activation_id] = assembler.context(
-                activation, siblings, earlier.get(activation.activation_id)
-            )
-        return found
-
-    out: list[Evaluation] = []
-    sampled_out = 0
-    # one evaluator at a time (each samples its own), sharing each activation's views
-    with shared_views():
-        for name, policy in chosen.items():
-            selected = [a for a in activations if policy.selects(name, a)]
-            sampled_out += len(activations) - len(selected)
-            if selected:
-                out += run_evaluators(selected, context, registry=registry, names=[name])
-    for activation in activations:
-        assembler.observe(activation)
-    return Scored(
-        out,
-        sampled_out,
-        {a.activation_id: a.rebuilt_at for a in activations},
-        {a.activation_id: a.started_at for a in activations},
-        {a.activation_id: a.rerun_id for a in activations if a.rerun_id},
-    )
+__all__ = ["EvaluationScheduler", "SchedulerStats"]
 
 
 @dataclass
@@ -139,6 +59,7 @@ class SchedulerStats:
     activations_other_workers: int = 0
     evaluations_written: int = 0
     sampled_out: int = 0
+    unchanged: int = 0
     evaluator_errors: int = 0
     store_retries: int = 0
     store_failures: int = 0
@@ -315,6 +236,7 @@ class EvaluationScheduler:
             "activations_other_workers": s.activations_other_workers,
             "evaluations_written": s.evaluations_written,
             "sampled_out": s.sampled_out,
+            "unchanged": s.unchanged,
             "evaluator_errors": s.evaluator_errors,
             "store_retries": s.store_retries,
             "store_failures": s.store_failures,
@@ -353,6 +275,7 @@ class EvaluationScheduler:
             ),
         )
         self.stats.sampled_out += scored.sampled_out
+        self.stats.unchanged += scored.unchanged
         self.stats.evaluator_errors += sum(1 for e in scored.evaluations if e.label == ERROR)
         if scored.evaluations:
             written = await self._retried(

@@ -8,3 +8,8 @@
 -- compares with nothing from outside, and on rows from before this column. ZSTD: a catalogue
 -- repeats row after row, and compresses to almost nothing over a block.
 ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS compared_with String DEFAULT '' CODEC(ZSTD(3)) AFTER inputs_hash;
+-- The activation the row scored, as a digest of its record less when it was rebuilt
+-- (Activation.content_digest). A session rebuilt on its next prompt hands its earlier
+-- activations over again: those whose digest matches their rows' are not scored or written
+-- again, and their rows are not stale. '' on rows from before this column.
+ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS activation_digest String DEFAULT '' AFTER activation_rebuilt_at;

@@ -1,0 +1,165 @@
+"""Scoring a batch of activations: each chosen evaluator over the activations its policy selects,
+less those whose stored verdict stands.
+
+An activation a rebuilt session hands over again is scored again only when what an evaluator is
+shown of it changed (:func:`inputs_digest`, kept in each row's ``inputs_hash``): its record
+less its rebuild stamp, the skill's version as loaded, the baseline and catalogue it is compared
+with, what the agent said after it in the turn. Judges decide by their prompt instead
+(``Evaluator.record_decides``). Pure CPU and store reads; the scheduler writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from skillsight.evaluators._baseline import stored_baseline
+from skillsight.evaluators._context import EvaluationContext
+from skillsight.evaluators._model import ERROR, Evaluation
+from skillsight.evaluators._registry import Registry, run_evaluators
+from skillsight.evaluators._skill_selection import stored_catalogue
+from skillsight.evaluators._views import shared_views
+from skillsight.evaluators.scheduler._context import ContextAssembler
+from skillsight.evaluators.scheduler._policy import Policy
+from skillsight.store.records import Activation
+
+__all__ = ["Scored", "inputs_digest", "score_activations"]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What scoring a batch of activations produced."""
+
+    evaluations: list[Evaluation]
+    sampled_out: int
+    """(activation, evaluator) pairs the policies left out."""
+    unchanged: int = 0
+    """(activation, evaluator) pairs whose stored verdict stands: the evaluator's record
+    decides, and its newest row was shown the same inputs (:func:`inputs_digest`)."""
+    digests: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id, its record's digest (each row keeps the one it scored)."""
+    rebuilt_at: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id, the rebuild of it that was scored."""
+    started_at: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id, its start (the scorecard read models file each row under it)."""
+    rerun_id: Mapping[str, str] = field(default_factory=dict)
+    """Per activation id of a paired rerun's session, its run (its rows stay out of the
+    production scorecards)."""
+
+    def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
+        """The evaluations as rows of the store, each naming the rebuild it scored, the
+        activation's start and, for rerun traffic, its run."""
+        rows = []
+        for e in self.evaluations:
+            row = e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
+            row["activation_digest"] = self.digests.get(e.activation_id, "")
+            row["activation_started_at"] = self.started_at.get(e.activation_id, "")
+            row["activation_rerun_id"] = self.rerun_id.get(e.activation_id, "")
+            rows.append(row)
+        return rows
+
+
+def score_activations(
+    activations: Sequence[Activation],
+    assembler: ContextAssembler,
+    *,
+    registry: Registry,
+    chosen: Mapping[str, Policy],
+) -> Scored:
+    """Run each chosen evaluator over the activations its policy selects, less those whose
+    stored verdict stands (the same inputs), then add them to their skills' baselines. Pure
+    CPU and store reads; writes nothing."""
+    contexts: dict[str, EvaluationContext] = {}
+    sessions: dict[str, list[Activation]] = {}
+    projects: dict[str, list[Activation]] = {}
+    for activation in activations:
+        sessions.setdefault(activation.session_id, []).append(activation)
+        projects.setdefault(activation.project_id, []).append(activation)
+    earlier = {
+        key: verdicts
+        for project_id, own in projects.items()
+        for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
+    }
+    stored: dict[str, dict[tuple[str, str], str]] = {}
+    for project_id, own in projects.items():
+        stored.update(assembler.recall(project_id, own))
+
+    def context(activation: Activation) -> EvaluationContext:
+        found = contexts.get(activation.activation_id)
+        if found is None:
+            siblings = sessions.get(activation.session_id, ())
+            found = contexts[activation.activation_id] = assembler.context(
+                activation, siblings, earlier.get(activation.activation_id)
+            )
+        return found
+
+    digests = {a.activation_id: a.content_digest() for a in activations}
+    inputs: dict[tuple[str, bool], str] = {}
+
+    def shown(activation: Activation, later: bool) -> str:
+        key = (activation.activation_id, later)
+        found = inputs.get(key)
+        if found is None:
+            found = inputs[key] = inputs_digest(
+                digests[activation.activation_id], context(activation), later=later
+            )
+        return found
+
+    out: list[Evaluation] = []
+    sampled_out = unchanged = 0
+    # one evaluator at a time (each samples its own), sharing each activation's views
+    with shared_views():
+        for name, policy in chosen.items():
+            selected = [a for a in activations if policy.selects(name, a)]
+            sampled_out += len(activations) - len(selected)
+            evaluator = registry.get(name)
+            later = evaluator.reads_later_messages
+            if evaluator.record_decides and stored:
+                key = (name, evaluator.version)
+                fresh = [
+                    a
+                    for a in selected
+                    if stored.get(a.activation_id, {}).get(key) != shown(a, later)
+                ]
+                unchanged += len(selected) - len(fresh)
+                selected = fresh
+            if selected:
+                found = run_evaluators(selected, context, registry=registry, names=[name])
+                if evaluator.record_decides:
+                    by_id = {a.activation_id: a for a in selected}
+                    for evaluation in found:  # a rescore with the same inputs keeps this row
+                        if evaluation.label != ERROR:  # an evaluator that failed tries again
+                            evaluation.inputs_hash = shown(by_id[evaluation.activation_id], later)
+                out += found
+    for activation in activations:
+        assembler.observe(activation)
+    return Scored(
+        out,
+        sampled_out,
+        unchanged,
+        digests,
+        {a.activation_id: a.rebuilt_at for a in activations},
+        {a.activation_id: a.started_at for a in activations},
+        {a.activation_id: a.rerun_id for a in activations if a.rerun_id},
+    )
+
+
+def inputs_digest(record_digest: str, context: EvaluationContext, *, later: bool) -> str:
+    """A digest of all an evaluator whose record decides (``Evaluator.record_decides``) is
+    shown of an activation: its record (``record_digest``), the skill's version as loaded, the
+    baseline and catalogue it is compared with, and, ``later`` (an evaluator that reads them),
+    what the agent said after it in the turn."""
+    manifest = context.manifest
+    text = json.dumps(
+        [
+            record_digest,
+            manifest.version if manifest is not None else None,
+            stored_baseline(context.baseline),
+            stored_catalogue(context.catalogue),
+            list(context.later_messages) if later else None,
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
