@@ -445,6 +445,8 @@ def test_a_baseline_is_stored_with_its_evaluation_exactly_and_read_back() -> Non
     baseline = rolling.get("csv-summary")
     assert baseline is not None and baseline.duration_ms == (0.3 + 10.1) / 2
     assert restored_baseline(stored_baseline(baseline)) == baseline
+    whole = Baseline(tool_calls=3, tokens=1200, duration_ms=5.0, samples=5)  # medians of ints
+    assert stored_baseline(restored_baseline(stored_baseline(whole))) == stored_baseline(whole)
     scored = EfficiencyEvaluator().evaluate(activation(), EvaluationContext(baseline=baseline))
     assert scored.compared_with == stored_baseline(baseline)
     assert scored.to_row(1)["compared_with"] == scored.compared_with

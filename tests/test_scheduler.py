@@ -584,6 +584,13 @@ def test_after_a_restart_a_rescored_activation_keeps_the_baseline_it_was_compare
         assert first.label == "not_applicable" and first.compared_with == "null"
     (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)
     assert row["compared_with"] == first.compared_with != ""
+
+    async def unchanged_after_restart() -> list[Evaluation]:
+        same = heavy.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        async with EvaluationScheduler(embedded_store, evaluators=["efficiency"]) as scheduler:
+            return await scheduler.score(PROJECT, [same])
+
+    assert run(unchanged_after_restart()) == []  # the same inputs in a new process: kept
     second = run(after_restart())
     assert (second.score, second.label, second.reason) == (first.score, first.label, first.reason)
     assert second.compared_with == first.compared_with

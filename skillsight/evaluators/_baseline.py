@@ -50,7 +50,8 @@ def stored_baseline(baseline: Baseline | None) -> str:
     a NaN median (a duration unknown) as ``null``."""
     if baseline is None:
         return "null"
-    medians = (baseline.tool_calls, baseline.tokens, baseline.duration_ms)
+    # as floats: a median of ints is an int, the same baseline read back a float
+    medians = [float(m) for m in (baseline.tool_calls, baseline.tokens, baseline.duration_ms)]
     return json.dumps(
         {
             "tool_calls": medians[0] if math.isfinite(medians[0]) else None,

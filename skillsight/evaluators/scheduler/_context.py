@@ -316,7 +316,7 @@ class ContextAssembler:
     def _baseline_before(self, activation: Activation) -> Baseline | None:
         """The skill's baseline before ``activation`` was observed: the current one until it
         is, then the one it was compared with then (its session rebuilt is scored again), here
-        or, as :meth:`recall_baselines` read it, in an earlier process."""
+        or, as :meth:`recall` read it, in an earlier process."""
         key = (activation.project_id, activation.activation_id)
         with self._lock:
             observed = activation.activation_id in self._observed
@@ -335,12 +335,9 @@ class ContextAssembler:
         with self._lock:
             self._compared[key] = baseline
             self._compared.move_to_end(key)
-            self._trim_compared()
+            while len(self._compared) > _OBSERVED_MAX:
+                self._compared.popitem(last=False)
         return baseline
-
-    def _trim_compared(self) -> None:
-        while len(self._compared) > _OBSERVED_MAX:
-            self._compared.popitem(last=False)
 
     def observe(self, activation: Activation) -> None:
         """Add a scored activation to its skill's baseline (once, however often rescored)."""
