@@ -10,6 +10,8 @@ the scenario library use them.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,12 @@ def session_env(
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+        # The agent's `python3` is this interpreter, not a version manager's shim: a shim adds
+        # its own start-up and, while it rehashes, its own output to the scripts' (seen once:
+        # pyenv's "rm: cannot remove .../shims/tmp..." in a tool output the test compared).
+        "PATH": os.pathsep.join(
+            [str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]
+        ),
     }
     env.update(extra or {})
     return env
