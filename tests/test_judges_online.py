@@ -300,13 +300,16 @@ def test_the_spend_cap_counts_what_the_store_says_judges_spent_today(
 def test_what_judges_spent_stays_counted_when_a_rebuilt_session_is_scored_again(
     one_skill: tuple[Path, str],
 ) -> None:
-    """A session rebuilt (its next prompt, late rows) is scored again; the judge answers the
-    unchanged activation from its cache, for nothing, and that evaluation row replaces the one
-    that paid. What was spent must stay counted against the day's cap (a restarted service or
-    a second worker reads it from the store), also once ClickHouse has merged the old row away."""
+    """A session rebuilt on late rows that changed the activation outside what the judge is
+    shown (its cost) is scored again; the judge answers with its stored verdict, for nothing,
+    and that row, naming the new rebuild, replaces the one that paid. What was spent must stay
+    counted against the day's cap (a restarted service or a second worker reads it from the
+    store), also once ClickHouse has merged the old row away."""
     data, activation_id = one_skill
     with dispatch_only(data) as (server, settings, store, activation):
-        rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        rebuilt = activation.model_copy(
+            update={"rebuilt_at": "2099-01-01T00:00:00.000000Z", "cost_usd": 1.0}
+        )
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("OPENAI_API_KEY", "test-key")
             scheduler = build_scheduler(store, settings)
@@ -321,10 +324,45 @@ def test_what_judges_spent_stays_counted_when_a_rebuilt_session_is_scored_again(
         (row,) = store.evaluations.for_activation("default", activation_id)
         midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         spent = store.evaluations.judge_spend_since(midnight)
-    assert len(server.model_requests) == 1  # the second scoring was answered from the cache
+    assert len(server.model_requests) == 1  # the second scoring was the stored verdict
     assert row["activation_rebuilt_at"] == rebuilt.rebuilt_at and row["cost_usd"] == 0.0
     paid = (USAGE.input_tokens * 2.0 + USAGE.output_tokens * 8.0) / 1e6
     assert spent == pytest.approx(paid)
+
+
+def test_an_unchanged_activation_keeps_the_judge_row_that_paid(
+    one_skill: tuple[Path, str],
+) -> None:
+    """Handed over again unchanged (its session's next prompt), in the same process or after a
+    restart, an activation keeps the judge's row as it was: what the verdict cost stays on it,
+    it still names the rebuild it scored, and nothing is written."""
+    data, activation_id = one_skill
+    with dispatch_only(data) as (server, settings, store, activation):
+        same = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("OPENAI_API_KEY", "test-key")
+            scheduler = build_scheduler(store, settings)
+
+            async def score() -> tuple[list[Evaluation], list[Evaluation]]:
+                async with scheduler:
+                    first = await scheduler.score("default", [activation])
+                    return first, await scheduler.score("default", [same])
+
+            first, again = asyncio.run(score())
+            restarted = build_scheduler(store, settings)  # its judges' caches are empty
+
+            async def score_after_restart() -> list[Evaluation]:
+                async with restarted:
+                    return await restarted.score("default", [same])
+
+            after_restart = asyncio.run(score_after_restart())
+        (row,) = store.evaluations.for_activation("default", activation_id)
+    (paid,) = first
+    assert paid.cost_usd > 0 and again == [] and after_restart == []
+    assert (scheduler.stats.unchanged, restarted.stats.unchanged) == (1, 1)
+    assert len(server.model_requests) == 1
+    assert (row["cost_usd"], row["tokens"]) == (paid.cost_usd, paid.tokens)
+    assert row["activation_rebuilt_at"] == activation.rebuilt_at
 
 
 def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
@@ -357,7 +395,10 @@ def test_a_restarted_service_does_not_pay_again_for_an_unchanged_activation(
                 return evaluation
 
         first = score_in_a_new_process(activation)
-        rebuilt = activation.model_copy(update={"rebuilt_at": "2099-01-01T00:00:00.000000Z"})
+        # late rows changed what it cost, nothing the judge is shown
+        rebuilt = activation.model_copy(
+            update={"rebuilt_at": "2099-01-01T00:00:00.000000Z", "cost_usd": 1.0}
+        )
         again = score_in_a_new_process(rebuilt)
         calls_after_unchanged = len(server.model_requests)
         changed = rebuilt.model_copy(

@@ -160,6 +160,10 @@ class Evaluation:
     not exported, message text not logged, the workspace unknown. The reason says it too."""
     inputs_hash: str = ""
     """A digest of what the evaluator was shown (a judge: its prompt); "" when not kept."""
+    stands: bool = False
+    """The activation's stored verdict, answered again (a judge shown the same prompt): not a
+    new score, so nothing needs writing when its row already scored this activation. Not
+    stored."""
     compared_with: str = ""
     """What the evaluator compared the activation with from outside it, as JSON (efficiency:
     the skill's baseline before it, ``"null"`` when there was none yet; skill_selection: the

@@ -232,11 +232,6 @@ class JudgeEvaluator(Evaluator):
             self.model,
             inputs_hash({"system": system, "user": user}),
         )
-        cached = self.cache.get(key)
-        if cached is not None:
-            self._count("cached")
-            found = self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
-            return replace(found, inputs_hash=key.inputs_hash)
         stored = context.earlier.get((self.name, self.version))
         if (
             stored is not None
@@ -245,10 +240,16 @@ class JudgeEvaluator(Evaluator):
             and stored.score is not None
             and not stored.error
         ):
-            # judged before on this very prompt (another process, or out of the cache since):
-            # the same verdict, and nothing spent now
+            # judged before on this very prompt (in this process or another): the same
+            # verdict, as stored; the scheduler keeps its row, or writes it for the new
+            # rebuild with nothing spent now
             self._count("stored_reused")
-            return replace(stored, tokens=0, cost_usd=0.0, latency_ms=0.0)
+            return replace(stored, stands=True)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self._count("cached")
+            found = self._scored(activation, cached, checks, rendered.shown_steps, 0, 0.0)
+            return replace(found, inputs_hash=key.inputs_hash)
         if not self.spend_cap.allows():
             return self._unscored(activation, NOT_EVALUATED, SPEND_CAP_REACHED)
         boundary = new_boundary(system, user)

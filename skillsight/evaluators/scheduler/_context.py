@@ -33,7 +33,7 @@ from skillsight.evaluators._skill_selection import SkillSelectionEvaluator, rest
 from skillsight.evaluators.judges import judge_context
 from skillsight.rebuild.trajectories.atif import Trajectory
 from skillsight.skills import SkillManifest, load_skill
-from skillsight.store import SkillEntry, Store
+from skillsight.store import ScoredBefore, SkillEntry, Store
 from skillsight.store.records import Activation, VisibleSkill
 
 log = logging.getLogger(__name__)
@@ -235,10 +235,11 @@ class ContextAssembler:
 
     def recall(
         self, project_id: str, activations: Sequence[Activation]
-    ) -> dict[str, dict[tuple[str, str], str]]:
+    ) -> dict[str, dict[tuple[str, str], ScoredBefore]]:
         """What the activations' stored evaluations scored, in one query: per activation id,
-        the digest of the inputs each (evaluator, version) was shown last (an activation
-        handed over again with the same inputs keeps those verdicts). And, for those this
+        what the newest row of each (evaluator, version) scored (the digest of its inputs:
+        an activation handed over again with the same inputs keeps those verdicts). And, for
+        those this
         process has not compared, what they were compared with then, remembered: the
         efficiency baseline and the catalogue skill_selection saw. A session rebuilt again
         after a restart, or scored first by another worker, is compared with that, not with a
@@ -249,7 +250,7 @@ class ContextAssembler:
         rows = self.store.evaluations.scored_before(
             project_id, list(dict.fromkeys(a.activation_id for a in activations))
         )
-        digests: dict[str, dict[tuple[str, str], str]] = {}
+        digests: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
         with self._lock:
             known = {
                 key
@@ -260,7 +261,7 @@ class ContextAssembler:
         broken: set[tuple[str, str]] = set()
         for row in rows:  # newest first
             scored = (row.evaluator, row.evaluator_version)
-            digests.setdefault(row.activation_id, {})[scored] = row.inputs_hash
+            digests.setdefault(row.activation_id, {})[scored] = row
             key = (project_id, row.activation_id)
             if key in known or key in broken or not row.compared_with:
                 continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from skillsight.evaluators._baseline import stored_baseline
 from skillsight.evaluators._context import EvaluationContext
@@ -23,6 +23,7 @@ from skillsight.evaluators._skill_selection import stored_catalogue
 from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.scheduler._context import ContextAssembler
 from skillsight.evaluators.scheduler._policy import Policy
+from skillsight.store import ScoredBefore
 from skillsight.store.records import Activation
 
 __all__ = ["Scored", "inputs_digest", "score_activations"]
@@ -36,8 +37,9 @@ class Scored:
     sampled_out: int
     """(activation, evaluator) pairs the policies left out."""
     unchanged: int = 0
-    """(activation, evaluator) pairs whose stored verdict stands: the evaluator's record
-    decides, and its newest row was shown the same inputs (:func:`inputs_digest`)."""
+    """(activation, evaluator) pairs whose stored row stands: the evaluator's record decides
+    and its newest row was shown the same inputs (:func:`inputs_digest`), or a judge answered
+    with the stored verdict of a row that scored this very activation."""
     digests: Mapping[str, str] = field(default_factory=dict)
     """Per activation id, its record's digest (each row keeps the one it scored)."""
     rebuilt_at: Mapping[str, str] = field(default_factory=dict)
@@ -82,7 +84,7 @@ def score_activations(
         for project_id, own in projects.items()
         for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
     }
-    stored: dict[str, dict[tuple[str, str], str]] = {}
+    stored: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
     for project_id, own in projects.items():
         stored.update(assembler.recall(project_id, own))
 
@@ -116,23 +118,37 @@ def score_activations(
             sampled_out += len(activations) - len(selected)
             evaluator = registry.get(name)
             later = evaluator.reads_later_messages
+            key = (name, evaluator.version)
             if evaluator.record_decides and stored:
-                key = (name, evaluator.version)
-                fresh = [
-                    a
-                    for a in selected
-                    if stored.get(a.activation_id, {}).get(key) != shown(a, later)
-                ]
+                fresh = []
+                for a in selected:
+                    prior = stored.get(a.activation_id, {}).get(key)
+                    if prior is None or prior.inputs_hash != shown(a, later):
+                        fresh.append(a)
                 unchanged += len(selected) - len(fresh)
                 selected = fresh
-            if selected:
-                found = run_evaluators(selected, context, registry=registry, names=[name])
-                if evaluator.record_decides:
-                    by_id = {a.activation_id: a for a in selected}
-                    for evaluation in found:  # a rescore with the same inputs keeps this row
-                        if evaluation.label != ERROR:  # an evaluator that failed tries again
-                            evaluation.inputs_hash = shown(by_id[evaluation.activation_id], later)
-                out += found
+            if not selected:
+                continue
+            found = run_evaluators(selected, context, registry=registry, names=[name])
+            if evaluator.record_decides:
+                by_id = {a.activation_id: a for a in selected}
+                for evaluation in found:  # a rescore with the same inputs keeps this row
+                    if evaluation.label != ERROR:  # an evaluator that failed tries again
+                        evaluation.inputs_hash = shown(by_id[evaluation.activation_id], later)
+            for evaluation in found:
+                if not evaluation.stands:
+                    out.append(evaluation)
+                    continue
+                prior = stored.get(evaluation.activation_id, {}).get(key)
+                if (
+                    prior is not None
+                    and prior.activation_digest == digests[evaluation.activation_id]
+                ):
+                    unchanged += 1  # its row scored this very activation: it stays as it is
+                else:  # the same verdict for a changed rebuild of it: nothing spent now
+                    out.append(
+                        replace(evaluation, tokens=0, cost_usd=0.0, latency_ms=0.0, stands=False)
+                    )
     for activation in activations:
         assembler.observe(activation)
     return Scored(
