@@ -237,11 +237,10 @@ class ContextAssembler:
         self, project_id: str, activations: Sequence[Activation]
     ) -> dict[str, dict[tuple[str, str], ScoredBefore]]:
         """What the activations' stored evaluations scored, in one query: per activation id,
-        what the newest row of each (evaluator, version) scored (the digest of its inputs:
-        an activation handed over again with the same inputs keeps those verdicts). And, for
-        those this
-        process has not compared, what they were compared with then, remembered: the
-        efficiency baseline and the catalogue skill_selection saw. A session rebuilt again
+        what the newest row of each (evaluator, version) scored (the digest of its inputs: an
+        activation handed over again with the same inputs keeps those verdicts). And, for
+        those this process has not compared, what they were compared with then, remembered:
+        the efficiency baseline and the catalogue skill_selection saw. A session rebuilt again
         after a restart, or scored first by another worker, is compared with that, not with a
         window that by now holds it and the activations after it, nor with a catalogue changed
         since. Nothing without ``recall``."""
@@ -250,7 +249,7 @@ class ContextAssembler:
         rows = self.store.evaluations.scored_before(
             project_id, list(dict.fromkeys(a.activation_id for a in activations))
         )
-        digests: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
+        before: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
         with self._lock:
             known = {
                 key
@@ -261,7 +260,7 @@ class ContextAssembler:
         broken: set[tuple[str, str]] = set()
         for row in rows:  # newest first
             scored = (row.evaluator, row.evaluator_version)
-            digests.setdefault(row.activation_id, {})[scored] = row
+            before.setdefault(row.activation_id, {})[scored] = row
             key = (project_id, row.activation_id)
             if key in known or key in broken or not row.compared_with:
                 continue
@@ -280,7 +279,7 @@ class ContextAssembler:
             self._recalled.update(recalled)
             while len(self._recalled) > _OBSERVED_MAX:
                 self._recalled.popitem(last=False)
-        return digests
+        return before
 
     def _shared(self, catalogue: tuple[VisibleSkill, ...]) -> tuple[VisibleSkill, ...]:
         """The catalogue at hand when ``catalogue`` equals it (one object for the many
