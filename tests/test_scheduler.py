@@ -666,10 +666,10 @@ def test_a_backfill_grows_its_baselines_afresh_instead_of_recalling_them(
     )
     embedded_store.evaluations.write(PROJECT, [scored.to_row(1)])
     recalling = ContextAssembler(embedded_store, seed=False)
-    recalling.recall(PROJECT, [heavy])
+    recalling.stored_scores(PROJECT, [heavy])
     assert stored_baseline(recalling.context(heavy).baseline) == stale
     not_recalling = ContextAssembler(embedded_store, seed=False, recall=False)
-    assert not_recalling.recall(PROJECT, [heavy]) == {}
+    assert not_recalling.stored_scores(PROJECT, [heavy]).before == {}
     assert not_recalling.context(heavy).baseline is None
     backfill(embedded_store, PROJECT, evaluators=["efficiency"])
     (row,) = embedded_store.evaluations.for_activation(PROJECT, heavy.activation_id)

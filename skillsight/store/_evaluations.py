@@ -170,6 +170,18 @@ class ScoredBefore:
     compared_with: str
     """What the evaluator compared it with from outside it ('' when nothing)."""
 
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> ScoredBefore:
+        """From a stored row (of :meth:`Evaluations.of` or :meth:`Evaluations.scored_before`)."""
+        return cls(
+            str(row["activation_id"]),
+            str(row["evaluator"]),
+            str(row["evaluator_version"]),
+            str(row["activation_digest"]),
+            str(row["inputs_hash"]),
+            str(row["compared_with"]),
+        )
+
 
 class EvaluationRow(TypedDict):
     """A stored evaluation (the newest row of its key)."""
@@ -264,17 +276,7 @@ class Evaluations:
         if not activation_ids:
             return []
         params = {"project": project_id, "activations": list(activation_ids)}
-        return [
-            ScoredBefore(
-                str(row["activation_id"]),
-                str(row["evaluator"]),
-                str(row["evaluator_version"]),
-                str(row["activation_digest"]),
-                str(row["inputs_hash"]),
-                str(row["compared_with"]),
-            )
-            for row in self._store.query(_SCORED_BEFORE, params)
-        ]
+        return [ScoredBefore.of_row(row) for row in self._store.query(_SCORED_BEFORE, params)]
 
     def judge_spend_since(self, since: datetime) -> float:
         """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""

@@ -97,6 +97,16 @@ def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tu
     return tuple(dict.fromkeys(message for _, message in later if message))
 
 
+@dataclass(frozen=True, slots=True)
+class StoredScores:
+    """What a batch's stored evaluations scored (:meth:`ContextAssembler.stored_scores`)."""
+
+    before: dict[str, dict[tuple[str, str], ScoredBefore]]
+    """Per activation id and (evaluator, version), what its newest row scored."""
+    verdicts: dict[str, dict[tuple[str, str], Evaluation]]
+    """Per activation id, its stored judge verdicts that say what prompt they answered."""
+
+
 @dataclass(slots=True)
 class _Recalled:
     """What an activation's stored evaluations say it was compared with."""
@@ -125,12 +135,12 @@ class ContextAssembler:
         self.seed = seed
         self.recall_stored = recall
         """Read what activations were compared with (the efficiency baseline, the catalogue)
-        from their stored evaluations (:meth:`recall`), when this process did not compare
+        from their stored evaluations (:meth:`stored_scores`), when this process did not compare
         them itself."""
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
         self.verdicts = verdicts
-        """Also read the activations' stored judge verdicts (:meth:`earlier_verdicts`)."""
+        """Also read the activations' stored judge verdicts (:meth:`stored_scores`)."""
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
@@ -164,23 +174,6 @@ class ContextAssembler:
             self._catalogues[project_id] = (now, entries)
         return entries
 
-    def earlier_verdicts(
-        self, project_id: str, activations: Sequence[Activation]
-    ) -> dict[str, dict[tuple[str, str], Evaluation]]:
-        """Per activation id, its stored judge verdicts that say what prompt they answered,
-        by (evaluator, version) (one query); nothing unless the assembler reads ``verdicts``."""
-        if not self.verdicts or not activations:
-            return {}
-        rows = self.store.evaluations.of(project_id, [a.activation_id for a in activations])
-        return {
-            key: {
-                (str(r["evaluator"]), str(r["evaluator_version"])): Evaluation.from_row(r)
-                for r in found
-                if r["judge_model"] and r["inputs_hash"]
-            }
-            for key, found in rows.items()
-        }
-
     def context(
         self,
         activation: Activation,
@@ -192,7 +185,7 @@ class ContextAssembler:
         ``siblings``: other activations of its session at hand; what the agent said after this
         one's integration message (their integration messages) is where an integration message
         that only announced the next step leaves the use of the skill's values. ``earlier``:
-        its stored judge verdicts (:meth:`earlier_verdicts`)."""
+        its stored judge verdicts (:meth:`stored_scores`)."""
         entries = self.catalogue(activation.project_id)
         visible = self._shown_with(activation, entries)
         entry = entries.get(activation.skill_name)
@@ -233,22 +226,44 @@ class ContextAssembler:
             log.warning("stored trajectory of session %s does not parse", activation.session_id)
             return None
 
-    def recall(
-        self, project_id: str, activations: Sequence[Activation]
+    def stored_scores(self, project_id: str, activations: Sequence[Activation]) -> StoredScores:
+        """What the activations' stored evaluations scored, in one query (none when the
+        assembler reads neither ``recall`` nor ``verdicts``): per activation id, what the newest
+        row of each (evaluator, version) scored (the digest of its inputs: an activation handed
+        over again with the same inputs keeps those verdicts), and, with ``verdicts``, the
+        judge verdicts that say what prompt they answered. And, for those this process has not
+        compared, what they were compared with then, remembered: the efficiency baseline and
+        the catalogue skill_selection saw. A session rebuilt again after a restart, or scored
+        first by another worker, is compared with that, not with a window that by now holds it
+        and the activations after it, nor with a catalogue changed since."""
+        ids = list(dict.fromkeys(a.activation_id for a in activations))
+        verdicts: dict[str, dict[tuple[str, str], Evaluation]] = {}
+        if ids and self.verdicts:  # the whole rows, for the judges
+            found = self.store.evaluations.of(project_id, ids)
+            verdicts = {
+                key: {
+                    (str(r["evaluator"]), str(r["evaluator_version"])): Evaluation.from_row(r)
+                    for r in rows
+                    if r["judge_model"] and r["inputs_hash"]
+                }
+                for key, rows in found.items()
+            }
+            newest = sorted(
+                (r for rows in found.values() for r in rows),
+                key=lambda r: -int(r["evaluated_at_us"]),
+            )
+            scored = [ScoredBefore.of_row(r) for r in newest] if self.recall_stored else []
+        elif ids and self.recall_stored:
+            scored = self.store.evaluations.scored_before(project_id, ids)
+        else:
+            scored = []
+        return StoredScores(self._remember(project_id, scored), verdicts)
+
+    def _remember(
+        self, project_id: str, rows: Sequence[ScoredBefore]
     ) -> dict[str, dict[tuple[str, str], ScoredBefore]]:
-        """What the activations' stored evaluations scored, in one query: per activation id,
-        what the newest row of each (evaluator, version) scored (the digest of its inputs: an
-        activation handed over again with the same inputs keeps those verdicts). And, for
-        those this process has not compared, what they were compared with then, remembered:
-        the efficiency baseline and the catalogue skill_selection saw. A session rebuilt again
-        after a restart, or scored first by another worker, is compared with that, not with a
-        window that by now holds it and the activations after it, nor with a catalogue changed
-        since. Nothing without ``recall``."""
-        if not self.recall_stored or not activations:
-            return {}
-        rows = self.store.evaluations.scored_before(
-            project_id, list(dict.fromkeys(a.activation_id for a in activations))
-        )
+        """``rows`` (newest first) by activation id and (evaluator, version); what they were
+        compared with remembered for activations this process has not compared."""
         before: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
         with self._lock:
             known = {
@@ -316,7 +331,7 @@ class ContextAssembler:
     def _baseline_before(self, activation: Activation) -> Baseline | None:
         """The skill's baseline before ``activation`` was observed: the current one until it
         is, then the one it was compared with then (its session rebuilt is scored again), here
-        or, as :meth:`recall` read it, in an earlier process."""
+        or, as :meth:`stored_scores` read it, in an earlier process."""
         key = (activation.project_id, activation.activation_id)
         with self._lock:
             observed = activation.activation_id in self._observed

@@ -79,14 +79,12 @@ def score_activations(
     for activation in activations:
         sessions.setdefault(activation.session_id, []).append(activation)
         projects.setdefault(activation.project_id, []).append(activation)
-    earlier = {
-        key: verdicts
-        for project_id, own in projects.items()
-        for key, verdicts in assembler.earlier_verdicts(project_id, own).items()
-    }
+    earlier: dict[str, dict[tuple[str, str], Evaluation]] = {}
     stored: dict[str, dict[tuple[str, str], ScoredBefore]] = {}
     for project_id, own in projects.items():
-        stored.update(assembler.recall(project_id, own))
+        scores = assembler.stored_scores(project_id, own)
+        earlier.update(scores.verdicts)
+        stored.update(scores.before)
 
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)
