@@ -238,6 +238,17 @@ def test_a_root_committed_behind_rows_already_seen_still_ends_the_wait(
     """Another writer's root span can commit stamped before rows discovery has already seen:
     its session looks no newer, but its root count still makes the held session due."""
     insert, rest, root = _growing_turn(embedded_store, 81)
+    # The looks at the turn's project, counted at the store: whether the other project's
+    # one-span session is looked at depends on which discovery first sees its root.
+    looked: list[str] = []
+    parents = embedded_store.sessions.parents
+
+    def counted(project_id: str, session_keys: Any) -> Any:
+        found = parents(project_id, session_keys)
+        looked.extend(project_id for _ in found)
+        return found
+
+    embedded_store.sessions.parents = counted  # type: ignore[method-assign]
 
     async def run() -> tuple[dict[str, Any], list[ActivationsReady]]:
         finalizer, announced = _announcing(embedded_store, max_wait_s=3600)
@@ -267,8 +278,8 @@ def test_a_root_committed_behind_rows_already_seen_still_ends_the_wait(
     health, announced = asyncio.run(run())
     [item] = [a for a in announced if a.project_id == PROJECT]
     assert item.activations  # complete: the turn with its root
-    # two looks at the turn (before its batches, after its root), one at the other project's
-    assert (health["parent_looks"], health["provisional_rebuilds"]) == (3, 0)
+    # two looks at the turn: before its batches, and after its root
+    assert (looked.count(PROJECT), health["provisional_rebuilds"]) == (2, 0)
 
 
 def test_a_growing_turn_whose_rows_stop_below_its_mark_settles_as_it_is(

@@ -10,6 +10,7 @@ docs/claude-code-telemetry.md describes the names used here.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from skillsight.rebuild.trajectories._cc_pairing import REQUEST_SPAN, pair_requests, request_id_of
@@ -85,11 +86,12 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
 
     by_request = {c.request_id: c for c in main_loop if c.request_id}
     orphans: list[CallDraft] = []
+    latest = _Latest(main_loop)
     for call in sorted(calls.values(), key=lambda c: (c.start_ns, c.call_id)):
         request = call.extra.pop("_request_id", "")
         owner = by_request.get(request) if request else None
         if owner is None:  # no request id (a gateway dropped it): the context's latest call
-            owner = _latest_before(main_loop, call.start_ns, call.extra.get("_parent_call", ""))
+            owner = latest.before(call.start_ns, call.extra.get("_parent_call", ""))
         (owner.calls if owner is not None else orphans).append(call)
 
     logged_text = any(e.name == "claude_code.assistant_response" for e in events)
@@ -121,16 +123,28 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
     return draft
 
 
-def _latest_before(calls: list[_LlmCall], time_ns: int, context: object) -> _LlmCall | None:
-    """The last model request of agent context ``context`` (the delegating call, "" for the
-    main agent) that started before ``time_ns``; any context's when that one has none."""
-    owner = anywhere = None
-    for call in calls:
-        if call.start_ns <= time_ns:
-            anywhere = call
-            if call.parent_call == context:
-                owner = call
-    return owner or anywhere
+class _Latest:
+    """The model requests of a session, sorted by ``(start_ns, key)``, by agent context."""
+
+    def __init__(self, calls: list[_LlmCall]) -> None:
+        self._calls = calls
+        self._starts = [call.start_ns for call in calls]
+        self._contexts: dict[str, tuple[list[int], list[_LlmCall]]] = {}
+        for call in calls:
+            starts, members = self._contexts.setdefault(call.parent_call, ([], []))
+            starts.append(call.start_ns)
+            members.append(call)
+
+    def before(self, time_ns: int, context: object) -> _LlmCall | None:
+        """The last model request of agent context ``context`` (the delegating call, "" for
+        the main agent) that started before ``time_ns``; any context's when that one has none.
+        By bisection: a session's calls without a request id each looked at every request
+        before, which grew with the square of a long session."""
+        group = self._contexts.get(context) if isinstance(context, str) else None
+        if group is not None and (index := bisect_right(group[0], time_ns)):
+            return group[1][index - 1]
+        index = bisect_right(self._starts, time_ns)
+        return self._calls[index - 1] if index else None
 
 
 def _text(value: str) -> tuple[str, bool]:
