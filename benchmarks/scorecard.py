@@ -245,6 +245,26 @@ def _time_queries(
                     **times,
                 }
             )
+            # the skill page's cost and usage charts: from the day rollups, and from the rows
+            for query, read_models in (("usage", True), ("usage_from_rows", False)):
+
+                def usage(
+                    skill: str = skill, since: Any = since, read_models: bool = read_models
+                ) -> Any:
+                    return store.scorecards.usage(
+                        PROJECT, skill, since=since, read_models=read_models
+                    )
+
+                points, times = _timed(usage, repeat)
+                out.append(
+                    {
+                        "query": query,
+                        "skill": role,
+                        "window": window,
+                        "activations": sum(int(p["activations"]) for p in points),
+                        **times,
+                    }
+                )
         since = window_start("30d", end)
 
         def below(skill: str = skill, since: Any = since) -> Any:

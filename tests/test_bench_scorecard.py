@@ -73,17 +73,23 @@ def test_the_bench_generates_what_it_was_asked_and_times_every_query(tmp_path: P
         (query, role, window)
         for role in ("popular", "typical")
         for query, window in (
-            ("scorecard", "7d"),
-            ("scorecard", "30d"),
-            ("scorecard", "all"),
+            *(
+                (query, window)
+                for window in ("7d", "30d", "all")
+                for query in ("scorecard", "usage", "usage_from_rows")
+            ),
             ("gate_below", "30d"),
         )
     ]
     by_key = {(q["query"], q["skill"], q["window"]): q for q in report["queries"]}
-    # over all time the scorecard counts every generated activation of the skill; windows fewer
+    # over all time the scorecard counts every generated activation of the skill; windows
+    # fewer; the usage charts count the same activations from the rollups and from the rows
     for role in ("popular", "typical"):
         scored = [by_key[("scorecard", role, w)]["activations"] for w in ("7d", "30d", "all")]
         assert scored[0] < scored[1] < scored[2] == report["skills"][role]["activations"]
+        for window in ("7d", "30d", "all"):
+            charted = by_key[("usage", role, window)]["activations"]
+            assert charted == by_key[("usage_from_rows", role, window)]["activations"] > 0
     # the gate finds the popular skill's security failures (2%), at most its page of 20
     assert 0 < by_key[("gate_below", "popular", "30d")]["rows"] <= 20
     for q in report["queries"]:

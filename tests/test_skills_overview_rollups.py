@@ -1,5 +1,6 @@
-"""The skills list (``Scorecards.overview``, the web UI's skills page) read from the scorecard
-read models gives the raw rows' answer, on both transports: across windows (all time, one
+"""The skills list (``Scorecards.overview``, the web UI's skills page) and a skill's usage
+(``Scorecards.usage``, its page's cost and usage charts) read from the scorecard read models
+give the raw rows' answer, on both transports: across windows (all time, one
 starting inside a day, one at midnight), before the activations' days are all marked (an older
 store), with activations written after the last refresh through the rebuild write path (nobody
 scored them; a paired rerun's, not counted; a session rebuilt again), after rescoring (marked
@@ -80,9 +81,26 @@ def _same(raw: dict[Any, tuple[Any, ...]], fast: dict[Any, tuple[Any, ...]], whe
                 assert a == b, f"{where} {key}: {values} != {fast[key]}"
 
 
+def _usage(rows: list[dict[str, Any]]) -> dict[Any, tuple[Any, ...]]:
+    """A skill's usage rows (its page's cost and usage charts) keyed by day and version."""
+    assert [(r["day"], r["skill_version"]) for r in rows] == sorted(
+        (r["day"], r["skill_version"]) for r in rows
+    )
+    return {
+        (str(r["day"]), str(r["skill_version"])): (
+            int(r["activations"]),
+            float(r["cost_usd"]),
+            int(r["tokens"]),
+            float(r["duration_ms"]),
+            int(r["tool_calls"]),
+        )
+        for r in rows
+    }
+
+
 def _compare(store: Store) -> int:
-    """The overview of every window from the read models against the raw rows'; returns the
-    (skill, day) rows compared."""
+    """The overview of every window, and each skill's usage, from the read models against the
+    raw rows'; returns the (skill, day) rows compared."""
     compared = 0
     for since in _windows():
         raw = _normal(store.scorecards.overview(PROJECT, since=since, read_models=False))
@@ -90,6 +108,15 @@ def _compare(store: Store) -> int:
         for part in raw:
             _same(raw[part], fast[part], f"since {since} {part}")
         compared += len(raw["days"])
+        for skill in SKILLS:
+            raw_usage = _usage(
+                store.scorecards.usage(PROJECT, skill, since=since, read_models=False)
+            )
+            fast_usage = _usage(
+                store.scorecards.usage(PROJECT, skill, since=since, read_models=True)
+            )
+            _same(raw_usage, fast_usage, f"since {since} {skill} usage")
+            compared += len(raw_usage)
     return compared
 
 

@@ -43,34 +43,48 @@ GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))""
 # counts and sums of the current rows (kind 2).
 DAY_AGGREGATES = _day_aggregates()
 
-ROLLUP_FORMAT = 2
+ROLLUP_FORMAT = 3
 """What a refresh writes, carried in its marker row's ``activations``: 1 adds, per day and
 skill version, the distinct activations with a failing current row (kind 3, the skills list's
 failing count); 2 adds, per day and skill version, the current production activations, scored
-or not, and their first and last start (kind 4, from the ``activations`` table). A day
-refreshed in an older format is not clean: it is read from the rows and refreshed again."""
+or not, and their first and last start (kind 4, from the ``activations`` table); 3 adds to
+kind 4 the sums of their cost, tokens, duration and internal tool calls (the skill page's
+usage charts, migration 0021). A day refreshed in an older format is not clean: it is read
+from the rows and refreshed again."""
 
 # DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
 _WITH_FAILING = _day_aggregates(
     ", uniqExactIf(activation_id, failed) AS failing",
     f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})",
 )
+# The usage sums' columns, 0 on every row but kind 4's. Named: the first SELECT of a UNION
+# names its columns, and two columns of one name would read as one.
+_NO_USAGE = (
+    "toFloat64(0) AS no_cost, toUInt64(0) AS no_tokens, toFloat64(0) AS no_duration, "
+    "toUInt64(0) AS no_tool_calls"
+)
 _REFRESH_AGGREGATES = f"""
 SELECT day, kind_row.1 AS row_kind, skill_version, evaluator, kind_row.2 AS row_activations,
        if(row_kind = 3, 0, scored), if(row_kind = 3, 0, not_evaluated),
        if(row_kind = 3, 0, passed), if(row_kind = 3, 0, score_sum),
-       if(row_kind = 3, 0, score_min), first_started, last_started
+       if(row_kind = 3, 0, score_min), first_started, last_started, {_NO_USAGE}
 FROM ({_WITH_FAILING})
 ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
 
+# What a skill's production activations cost per day and skill version, from a selection of
+# their newest rows: the skill page's usage charts, read from kind 4 rows or from the rows.
+USAGE_SUMS = """sum(cost_usd) AS cost_usd,
+       sum(input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens) AS tokens,
+       sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls"""
+
 # Per day and skill version: the production activations (their newest row each: FINAL, the key
-# holds the start, which a rebuild keeps), scored or not (kind 4).
-_ACTIVATION_DAYS = """
+# holds the start, which a rebuild keeps), scored or not, and what they cost (kind 4).
+_ACTIVATION_DAYS = f"""
 SELECT toDate(started_at) AS day, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
-       min(started_at), max(started_at)
+       min(started_at), max(started_at), {USAGE_SUMS}
 FROM activations FINAL
-WHERE project_id = {project:String} AND skill_name = {skill:String}
-  AND toDate(started_at) IN {days:Array(Date)} AND rerun_id = ''
+WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
+  AND toDate(started_at) IN {{days:Array(Date)}} AND rerun_id = ''
 GROUP BY day, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
@@ -79,7 +93,7 @@ SETTINGS do_not_merge_across_partitions_select_final = 1"""
 REFRESH = f"""
 INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
     activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
-    last_started, refreshed_at)
+    last_started, cost_usd, tokens, duration_ms, tool_calls, refreshed_at)
 SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
 FROM (
     {_REFRESH_AGGREGATES}
@@ -87,6 +101,6 @@ FROM (
     SELECT * FROM ({_ACTIVATION_DAYS})
     UNION ALL
     SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
-           toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC')
+           toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC'), {_NO_USAGE}
 )
 ORDER BY day, row_kind, skill_version, evaluator"""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW
+from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW, USAGE_SUMS
 from skillsight.store._rollups import DayState, day_of
 from skillsight.store._sql import micros
 
@@ -274,3 +274,59 @@ def rows_below(
         for row in found:
             row["session_id"] = sessions.get(str(row["activation_id"]), "")
     return found
+
+
+# What a skill's production activations cost per day and skill version (the web UI's usage
+# charts): the clean days' kind 4 rows (their newest refresh), and the other days (the window's
+# first, partial, and those written since their last refresh) from the activations' newest rows.
+# A rebuild keeps an activation's sort key (its skill and start), so FINAL keeps exactly the
+# newest rebuild row of each, as LIMIT 1 BY would, and never merges across the monthly
+# partitions (a key lives in one); the key columns are filtered in PREWHERE, before it merges.
+_USAGE_CLEAN = """
+SELECT toString(rollup_day) AS day, skill_version, activations, cost_usd, tokens,
+       duration_ms, tool_calls
+FROM (
+    SELECT day AS rollup_day, skill_version, activations, cost_usd, tokens, duration_ms,
+           tool_calls
+    FROM scorecard_days
+    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 4
+      AND day IN {clean:Array(Date)}
+      AND (day, refreshed_at) IN (
+        SELECT day, max(refreshed_at) FROM scorecard_days
+        WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
+          AND day IN {clean:Array(Date)}
+        GROUP BY day)
+    ORDER BY rollup_day, skill_version
+    LIMIT 1 BY rollup_day, skill_version
+)"""
+
+USAGE_ROWS = f"""
+SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations, {USAGE_SUMS}
+FROM activations FINAL
+PREWHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
+  AND ({{all_days:Bool}} OR toDate(started_at) IN {{days:Array(Date)}})
+  AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+WHERE rerun_id = ''
+GROUP BY day, skill_version
+ORDER BY day, skill_version
+SETTINGS do_not_merge_across_partitions_select_final = 1"""
+
+
+def usage_rows(
+    store: Store,
+    states: Sequence[DayState],
+    project_id: str,
+    skill: str,
+    *,
+    since: datetime | None,
+) -> list[dict[str, Any]]:
+    """``Scorecards.usage`` from the read models (``states``: the skill's day states; every
+    day with activations is among them once the activation read model is ready)."""
+    clean, raw = _split(states, since)
+    params = {"project": project_id, "skill": skill, "since": micros(since), "all_days": False}
+    rows: list[dict[str, Any]] = []
+    if clean:  # an empty IN set would still read every row
+        rows += store.query(_USAGE_CLEAN, {**params, "clean": clean})
+    if raw:
+        rows += store.query(USAGE_ROWS, {**params, "days": raw})
+    return sorted(rows, key=lambda r: (str(r["day"]), str(r["skill_version"])))

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._rollups import ScorecardRollups
-from skillsight.store._scorecard_reads import rows_below, scorecard_rows
+from skillsight.store._scorecard_reads import USAGE_ROWS, rows_below, scorecard_rows, usage_rows
 from skillsight.store._skills_overview import skills_overview
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 from skillsight.store._sql import micros
@@ -102,24 +102,6 @@ FROM evaluations
 WHERE project_id = {project:String} AND skill_name = {skill:String}
   AND activation_id IN {activations:Array(String)}
 LIMIT 1 BY activation_id, evaluator, evaluator_version, evaluated_at"""
-
-# What a skill's production activations cost per UTC day and skill version (the newest rebuild
-# of each): the web UI's cost, token and duration lines. A rebuild keeps an activation's sort
-# key (its skill and start), so FINAL keeps exactly the newest rebuild row of each, as LIMIT 1
-# BY would; it never merges across the monthly partitions (a key lives in one). Measured on the
-# UI bench's store (1M activations, 1% rebuilt twice): 68 ms against 259 ms for LIMIT 1 BY,
-# same rows.
-_SKILL_USAGE = """
-SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations,
-       sum(cost_usd) AS cost_usd,
-       sum(input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens) AS tokens,
-       sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls
-FROM activations FINAL
-WHERE project_id = {project:String} AND skill_name = {skill:String}
-  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
-GROUP BY day, skill_version
-ORDER BY day, skill_version
-SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
 # Which part of a scorecard each grouping set of SCORECARD is, and its columns.
 _SCORECARD_SETS = {
@@ -212,12 +194,32 @@ class Scorecards:
         return skills_overview(self._store, project_id, micros(since), ready)
 
     def usage(
-        self, project_id: str, skill: str, *, since: datetime | None = None
+        self,
+        project_id: str,
+        skill: str,
+        *,
+        since: datetime | None = None,
+        read_models: bool | None = None,
     ) -> list[dict[str, Any]]:
-        """Per UTC day and skill version: activations and the sums of their cost (USD),
-        tokens (input, output and cache), duration (ms) and internal tool calls."""
-        params = {"project": project_id, "skill": skill, "since": micros(since)}
-        return self._store.query(_SKILL_USAGE, params)
+        """Per UTC day and skill version, oldest first: a skill's production activations
+        (the newest rebuild of each) and the sums of their cost (USD), tokens (input, output
+        and cache), duration (ms) and internal tool calls. ``read_models``: read the day
+        rollups (True) or the activations (False); None reads the rollups once they are ready.
+        Either way the activations are read from their table until every day of it is marked
+        or refreshed (``ScorecardRollups.activations_ready``). The same rows either way."""
+        rollups = self.rollups
+        ready = rollups.ready() if read_models is None else read_models
+        if ready and rollups.activations_ready():
+            states = rollups.day_states(project_id, skill)
+            return usage_rows(self._store, states, project_id, skill, since=since)
+        params = {
+            "project": project_id,
+            "skill": skill,
+            "since": micros(since),
+            "all_days": True,
+            "days": [],
+        }
+        return self._store.query(USAGE_ROWS, params)
 
     def below(
         self,
