@@ -6,9 +6,11 @@ writes a synthetic store on the embedded engine (generated inside ClickHouse, se
 shares (the most popular skill holds about a fifth of them), three versions per skill, 90 days of
 starts, the seven deterministic evaluators' rows per activation, a few rescored. It then times
 the scorecard of the popular skill and of a typical one (the median share) at three windows,
-through :func:`skillsight.reports._scorecard.scorecard` (what the API route runs), and the gate's
-below-threshold read. Each query's first run is reported apart (cold: marks and the page cache
-not yet warm for it); the median and p95 are over the warm runs after it.
+through :func:`skillsight.reports._scorecard.scorecard` (what the API route runs), the skill
+page's usage charts (``Scorecards.usage``, from the day rollups, and from the activations as the
+reference: not held to the target), and the gate's below-threshold read. Each query's first run
+is reported apart (cold: marks and the page cache not yet warm for it); the median and p95 are
+over the warm runs after it.
 
 Generating 10 million activations takes minutes, so ``--keep`` keeps the store (and a manifest of
 what it holds) and the next run with the same ``--activations`` reuses it.
@@ -327,7 +329,8 @@ def _print(report: dict[str, Any], console: Console) -> None:
         console.print(f"dataset reused (generated in {dataset['generated_s']:,.1f} s)")
     else:
         console.print(f"dataset generated in {dataset['generated_s']:,.1f} s")
-    worst = max(q["median_ms"] for q in report["queries"])
+    # the charts read from the rows are the reference the rollups are measured against
+    worst = max(q["median_ms"] for q in report["queries"] if q["query"] != "usage_from_rows")
     verdict = "meets" if worst < report["target_ms"] else "misses"
     console.print(
         f"[bold]slowest median {worst:,.1f} ms: {verdict} the {report['target_ms']:.0f} ms "
