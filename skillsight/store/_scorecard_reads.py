@@ -21,18 +21,21 @@ from skillsight.store._sql import micros
 if TYPE_CHECKING:
     from skillsight.store._store import Store
 
-# The rows of a day's newest refresh (its marker row carries that refresh's stamp).
-_NEWEST_REFRESH = """
-    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
-           score_sum, score_min, first_started, last_started
-    FROM scorecard_days
-    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind IN (1, 2)
-      AND day IN {clean:Array(Date)}
+# A clean day's rows of its newest refresh (its marker row carries that refresh's stamp).
+_OF_NEWEST_REFRESH = """day IN {clean:Array(Date)}
       AND (day, refreshed_at) IN (
         SELECT day, max(refreshed_at) FROM scorecard_days
         WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
           AND day IN {clean:Array(Date)}
-        GROUP BY day)
+        GROUP BY day)"""
+
+# The rows of a day's newest refresh.
+_NEWEST_REFRESH = f"""
+    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
+           score_sum, score_min, first_started, last_started
+    FROM scorecard_days
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (1, 2)
+      AND {_OF_NEWEST_REFRESH}
     ORDER BY day, kind, skill_version, evaluator
     LIMIT 1 BY day, kind, skill_version, evaluator"""
 
@@ -282,20 +285,15 @@ def rows_below(
 # A rebuild keeps an activation's sort key (its skill and start), so FINAL keeps exactly the
 # newest rebuild row of each, as LIMIT 1 BY would, and never merges across the monthly
 # partitions (a key lives in one); the key columns are filtered in PREWHERE, before it merges.
-_USAGE_CLEAN = """
+_USAGE_CLEAN = f"""
 SELECT toString(rollup_day) AS day, skill_version, activations, cost_usd, tokens,
        duration_ms, tool_calls
 FROM (
     SELECT day AS rollup_day, skill_version, activations, cost_usd, tokens, duration_ms,
            tool_calls
     FROM scorecard_days
-    WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 4
-      AND day IN {clean:Array(Date)}
-      AND (day, refreshed_at) IN (
-        SELECT day, max(refreshed_at) FROM scorecard_days
-        WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
-          AND day IN {clean:Array(Date)}
-        GROUP BY day)
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind = 4
+      AND {_OF_NEWEST_REFRESH}
     ORDER BY rollup_day, skill_version
     LIMIT 1 BY rollup_day, skill_version
 )"""
