@@ -184,8 +184,7 @@ class SkillSelectionEvaluator(Evaluator):
             if not activation.request_logged:
                 return self.not_applicable(activation, "the request was not logged", ("request",))
             return self.not_applicable(activation, "no request")
-        recorded = activation.visible_skills
-        visible = list(recorded) or list(context.catalogue)
+        visible = visible_skills(activation, context)
         chosen_desc = next(
             (s.description for s in visible if s.name == activation.skill_name),
             None,
@@ -270,6 +269,6 @@ class SkillSelectionEvaluator(Evaluator):
             step_ids=[activation.trigger_step_id],
             tool_call_ids=[activation.trigger_call_id],
         )
-        if not recorded:  # the catalogue stood in for what the agent saw: a rescore sees it too
+        if not activation.visible_skills:  # the catalogue stood in: a rescore sees it too
             scored.compared_with = stored_catalogue(context.catalogue)
         return scored

@@ -134,9 +134,10 @@ class ContextAssembler:
         self.catalogue_ttl_s = catalogue_ttl_s
         self.seed = seed
         self.recall_stored = recall
-        """Read what activations were compared with (the efficiency baseline, the catalogue)
-        from their stored evaluations (:meth:`stored_scores`), when this process did not compare
-        them itself."""
+        """Read what the activations' stored evaluations scored (:meth:`stored_scores`): an
+        activation handed over again with the same inputs keeps its rows, and one this process
+        did not compare itself is compared with what they record (the efficiency baseline, the
+        catalogue). Off (a backfill): everything is scored afresh."""
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
         self.verdicts = verdicts
