@@ -54,9 +54,11 @@ def _equal(raw: Any, fast: Any, where: str = "") -> None:
 
 
 def _windows() -> list[datetime | None]:
-    """All time, a window starting inside a day, one starting at midnight."""
+    """All time, a window starting inside a day and inside an hour, one starting on an hour
+    inside a day, one starting at midnight."""
     midnight = END.replace(hour=0, minute=0, second=0, microsecond=0)
-    return [None, END - timedelta(days=7), midnight - timedelta(days=30)]
+    hour = END.replace(minute=0, second=0, microsecond=0)
+    return [None, END - timedelta(days=7), hour - timedelta(days=3), midnight - timedelta(days=30)]
 
 
 def _compare(store: Store, skills: tuple[str, ...] = SKILLS) -> int:

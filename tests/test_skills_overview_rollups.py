@@ -1,10 +1,11 @@
 """The skills list (``Scorecards.overview``, the web UI's skills page) and a skill's usage
 (``Scorecards.usage``, its page's cost and usage charts) read from the scorecard read models
-give the raw rows' answer, on both transports: across windows (all time, one
-starting inside a day, one at midnight), before the activations' days are all marked (an older
-store), with activations written after the last refresh through the rebuild write path (nobody
-scored them; a paired rerun's, not counted; a session rebuilt again), after rescoring (marked
-days, then refreshed), for a day refreshed in an older format, and after a second rebuild."""
+give the raw rows' answer, on both transports: across windows (all time, one starting inside
+a day and an hour, one on an hour inside a day, one at midnight), before the activations' days
+are all marked (an older store), with activations written after the last refresh through the
+rebuild write path (nobody scored them; a paired rerun's, not counted; a session rebuilt
+again), after rescoring (marked days, then refreshed), for a day refreshed in an older format,
+and after a second rebuild."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ END = datetime(2026, 11, 20, 15, 30, 12, tzinfo=UTC)
 
 def _windows() -> list[datetime | None]:
     midnight = END.replace(hour=0, minute=0, second=0, microsecond=0)
-    return [None, END - timedelta(days=7), midnight - timedelta(days=30)]
+    hour = END.replace(minute=0, second=0, microsecond=0)
+    return [None, END - timedelta(days=7), hour - timedelta(days=3), midnight - timedelta(days=30)]
 
 
 def _day(days_before_end: int) -> str:

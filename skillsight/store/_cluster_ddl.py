@@ -71,6 +71,7 @@ SHARDING_KEYS: dict[str, str] = {
     "scorecard_rows": "cityHash64(project_id, activation_id)",
     "scorecard_marks": "cityHash64(project_id, skill_name)",
     "scorecard_days": "cityHash64(project_id, skill_name)",
+    "scorecard_hours": "cityHash64(project_id, skill_name)",
     "read_models": "cityHash64(project_id, name)",
 }
 

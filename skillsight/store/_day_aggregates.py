@@ -9,7 +9,7 @@ from raw rows for the days that are not clean.
 from __future__ import annotations
 
 # CURRENT_ROWS' parameters that keep every row of the days named.
-EVERY_ROW = {"since": 0, "evaluator": ""}
+EVERY_ROW = {"since": 0, "evaluator": "", "until": 0, "cut_day": "1970-01-01"}
 
 # The current row of each (activation, evaluator) of some start days of a skill. The table's
 # key is (skill, start, activation, evaluator) and its version evaluated_at, so FINAL keeps the
@@ -22,13 +22,19 @@ CURRENT_ROWS = """
     WHERE project_id = {project:String} AND skill_name = {skill:String}
       AND toDate(started_at) IN {days:Array(Date)}
       AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+      AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
+           OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
       AND ({evaluator:String} = '' OR evaluator = {evaluator:String})"""
 
 
-def _day_aggregates(extra: str = "", rows: str = CURRENT_ROWS) -> str:
+def _day_aggregates(extra: str = "", rows: str = CURRENT_ROWS, *, hourly: bool = False) -> str:
+    """Per day (``hourly``: per hour of each day, an ``hour`` column after ``day``) the kind 1
+    and 2 rows."""
+    hour = ", toHour(started_at) AS hour" if hourly else ""
+    bucket = "day, hour" if hourly else "day"
     return f"""
-SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, skill_version,
-       evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
+SELECT toDate(started_at) AS day{hour}, if(grouping(evaluator) = 1, 1, 2) AS kind,
+       skill_version, evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
        countIf(score IS NOT NULL) AS scored,
        countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
        countIf(passed = true) AS passed,
@@ -36,40 +42,53 @@ SELECT toDate(started_at) AS day, if(grouping(evaluator) = 1, 1, 2) AS kind, ski
        minIf(assumeNotNull(score), score IS NOT NULL) AS score_min,
        min(started_at) AS first_started, max(started_at) AS last_started{extra}
 FROM ({rows})
-GROUP BY GROUPING SETS ((day, skill_version), (day, skill_version, evaluator))"""
+GROUP BY GROUPING SETS (({bucket}, skill_version), ({bucket}, skill_version, evaluator))"""
 
 
 # Per day: per skill version the distinct activations (kind 1), per version and evaluator the
 # counts and sums of the current rows (kind 2).
 DAY_AGGREGATES = _day_aggregates()
 
-ROLLUP_FORMAT = 3
+ROLLUP_FORMAT = 4
 """What a refresh writes, carried in its marker row's ``activations``: 1 adds, per day and
 skill version, the distinct activations with a failing current row (kind 3, the skills list's
 failing count); 2 adds, per day and skill version, the current production activations, scored
 or not, and their first and last start (kind 4, from the ``activations`` table); 3 adds to
 kind 4 the sums of their cost, tokens, duration and internal tool calls (the skill page's
-usage charts, migration 0021). A day refreshed in an older format is not clean: it is read
-from the rows and refreshed again."""
+usage charts, migration 0021); 4 writes the same rows per hour of each day into
+``scorecard_hours`` (migration 0022), under the same stamp, before the day's rows. A day
+refreshed in a format older than :data:`CLEAN_FORMAT` is not clean: it is read from the rows
+and refreshed again."""
+
+CLEAN_FORMAT = 3
+"""The oldest format whose day rows readers take (format 4 added hours, not day rows, so a day
+refreshed in format 3 stays clean; only its hours are missing: :data:`HOURLY_FORMAT`)."""
+
+HOURLY_FORMAT = 4
+"""The oldest format whose refresh wrote the day's hour rows (``scorecard_hours``)."""
 
 # DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
-_WITH_FAILING = _day_aggregates(
-    ", uniqExactIf(activation_id, failed) AS failing",
-    f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})",
-)
+_FAILING = ", uniqExactIf(activation_id, failed) AS failing"
+_FAILED_ROWS = f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})"
 # The usage sums' columns, 0 on every row but kind 4's. Named: the first SELECT of a UNION
 # names its columns, and two columns of one name would read as one.
 _NO_USAGE = (
     "toFloat64(0) AS no_cost, toUInt64(0) AS no_tokens, toFloat64(0) AS no_duration, "
     "toUInt64(0) AS no_tool_calls"
 )
-_REFRESH_AGGREGATES = f"""
-SELECT day, kind_row.1 AS row_kind, skill_version, evaluator, kind_row.2 AS row_activations,
+
+
+def _refresh_aggregates(hourly: bool) -> str:
+    hour = ", hour" if hourly else ""
+    return f"""
+SELECT day{hour}, kind_row.1 AS row_kind, skill_version, evaluator,
+       kind_row.2 AS row_activations,
        if(row_kind = 3, 0, scored), if(row_kind = 3, 0, not_evaluated),
        if(row_kind = 3, 0, passed), if(row_kind = 3, 0, score_sum),
        if(row_kind = 3, 0, score_min), first_started, last_started, {_NO_USAGE}
-FROM ({_WITH_FAILING})
+FROM ({_day_aggregates(_FAILING, _FAILED_ROWS, hourly=hourly)})
 ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
+
 
 # What a skill's production activations cost per day and skill version, from a selection of
 # their newest rows: the skill page's usage charts, read from kind 4 rows or from the rows.
@@ -77,30 +96,45 @@ USAGE_SUMS = """sum(cost_usd) AS cost_usd,
        sum(input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens) AS tokens,
        sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls"""
 
-# Per day and skill version: the production activations (their newest row each: FINAL, the key
-# holds the start, which a rebuild keeps), scored or not, and what they cost (kind 4).
-_ACTIVATION_DAYS = f"""
-SELECT toDate(started_at) AS day, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
+
+def _activation_days(hourly: bool) -> str:
+    """Per day (or hour) and skill version: the production activations (their newest row each:
+    FINAL, the key holds the start, which a rebuild keeps), scored or not, and what they cost
+    (kind 4)."""
+    hour, bucket = (", toHour(started_at) AS hour", "day, hour") if hourly else ("", "day")
+    return f"""
+SELECT toDate(started_at) AS day{hour}, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
        min(started_at), max(started_at), {USAGE_SUMS}
 FROM activations FINAL
 WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
   AND toDate(started_at) IN {{days:Array(Date)}} AND rerun_id = ''
-GROUP BY day, skill_version
+GROUP BY {bucket}, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
-# A refresh's rows and markers in one sorted stream, so they are one block and one part: a
-# reader sees all of a refresh or none of it (a few thousand rows, far below a block).
-REFRESH = f"""
-INSERT INTO scorecard_days (project_id, skill_name, day, kind, skill_version, evaluator,
+
+def _refresh(table: str, hourly: bool) -> str:
+    """A refresh's rows and markers in one sorted stream, so they are one block and one part: a
+    reader sees all of a refresh or none of it (a few thousand rows a day, far below a block;
+    24 times that per hour). The marker of a day is its hour 0's."""
+    hour, zero = (" hour,", " 0,") if hourly else ("", "")
+    return f"""
+INSERT INTO {table} (project_id, skill_name, day,{hour} kind, skill_version, evaluator,
     activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
     last_started, cost_usd, tokens, duration_ms, tool_calls, refreshed_at)
 SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
 FROM (
-    {_REFRESH_AGGREGATES}
+    {_refresh_aggregates(hourly)}
     UNION ALL
-    SELECT * FROM ({_ACTIVATION_DAYS})
+    SELECT * FROM ({_activation_days(hourly)})
     UNION ALL
-    SELECT arrayJoin({{days:Array(Date)}}), 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
+    SELECT arrayJoin({{days:Array(Date)}}),{zero} 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
            toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC'), {_NO_USAGE}
 )
-ORDER BY day, row_kind, skill_version, evaluator"""
+ORDER BY day,{hour} row_kind, skill_version, evaluator"""
+
+
+# A refresh of some days: their hours first, then the days under the same stamp, so a reader
+# that sees a day's refresh in scorecard_days finds its hours (scorecard_hours' own marker rows
+# tell a reader on a lagging replica that they are not there yet).
+REFRESH_HOURS = _refresh("scorecard_hours", hourly=True)
+REFRESH = _refresh("scorecard_days", hourly=False)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -31,7 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
-from skillsight.store._day_aggregates import EVERY_ROW, REFRESH, ROLLUP_FORMAT
+from skillsight.store._day_aggregates import (
+    CLEAN_FORMAT,
+    EVERY_ROW,
+    HOURLY_FORMAT,
+    REFRESH,
+    REFRESH_HOURS,
+)
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -191,9 +197,10 @@ ORDER BY day"""
 
 
 class DayState(NamedTuple):
-    """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), and whether
-    it is clean: its newest refresh began after its newest mark and wrote the current
-    :data:`ROLLUP_FORMAT`, so ``scorecard_days`` holds it."""
+    """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), whether it
+    is clean (its newest refresh began after its newest mark and wrote at least
+    :data:`CLEAN_FORMAT`, so ``scorecard_days`` holds it), and whether, clean, its hours are
+    in ``scorecard_hours`` under the same stamp (that refresh wrote :data:`HOURLY_FORMAT`)."""
 
     project_id: str
     skill_name: str
@@ -201,6 +208,7 @@ class DayState(NamedTuple):
     marked_us: int
     refreshed_us: int
     clean: bool
+    hourly: bool = False
 
 
 class ScorecardRollups:
@@ -324,10 +332,11 @@ class ScorecardRollups:
         states = []
         for r in self._store.query(_DAY_STATES, {"project": project_id, "skill": skill}):
             marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
+            written = int(r["format"])
             clean = (
                 refreshed > 0
                 and refreshed >= marked + self.clock_margin_us
-                and int(r["format"]) >= ROLLUP_FORMAT
+                and written >= CLEAN_FORMAT
             )
             states.append(
                 DayState(
@@ -337,26 +346,32 @@ class ScorecardRollups:
                     marked,
                     refreshed,
                     clean,
+                    clean and written >= HOURLY_FORMAT,
                 )
             )
         return states
 
     def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:
-        """Recompute these start days of a skill from ``scorecard_rows``, stamped with a
-        moment taken before reading (the store's clock)."""
+        """Recompute these start days of a skill from ``scorecard_rows`` and ``activations``,
+        their hours first, then the days, all stamped with a moment taken before reading (the
+        store's clock)."""
         for start in range(0, len(days), _REFRESH_DAYS_PER_STATEMENT):
             chunk = list(days[start : start + _REFRESH_DAYS_PER_STATEMENT])
             stamp = int(self._store.query(_NOW)[0]["now_us"])
             params = {"project": project_id, "skill": skill, "days": chunk, **EVERY_ROW}
+            self._store.execute(REFRESH_HOURS, {**params, "stamp": stamp})
             self._store.execute(REFRESH, {**params, "stamp": stamp})
 
     def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
-        """Refresh every day marked since its last refresh, of the skills in this shard (by a
-        hash of project and skill); return the days refreshed."""
+        """Refresh every day marked since its last refresh, and every clean day refreshed
+        before the hour rollups (its day rows stay readable meanwhile), of the skills in this
+        shard (by a hash of project and skill); return the days refreshed."""
         index, count = shard
         dirty: dict[tuple[str, str], list[str]] = {}
         for state in self.day_states():
-            if not state.clean and _shard_of(state.project_id, state.skill_name, count) == index:
+            if state.hourly:
+                continue
+            if _shard_of(state.project_id, state.skill_name, count) == index:
                 dirty.setdefault((state.project_id, state.skill_name), []).append(state.day)
         for (project_id, skill), days in sorted(dirty.items()):
             self.refresh(project_id, skill, days)
@@ -382,6 +397,42 @@ class ScorecardRollups:
             if not self.activations_ready():  # days with activations and no evaluation
                 self.mark_activation_days()
         return len(skills)
+
+
+HOUR_US = 3_600_000_000
+DAY_US = 24 * HOUR_US
+
+
+class FirstDay(NamedTuple):
+    """How a window's first (partial) day is read: ``day`` ('' for a window without a start),
+    from its hour ``hour`` on from ``scorecard_hours`` (24: none of it), and from the window's
+    start up to ``until_us`` from the copied rows (0: up to the end of the day; the window's
+    start: nothing)."""
+
+    day: str
+    hour: int
+    until_us: int
+
+    @property
+    def cut(self) -> dict[str, object]:
+        """The raw-row readers' parameters that end the first day's rows at ``until_us``."""
+        return {"cut_day": self.day or "1970-01-01", "until": self.until_us}
+
+
+def first_day(states: Iterable[DayState], since_us: int) -> FirstDay:
+    """Where a window starting at ``since_us`` reads its first day: its whole hours from the
+    hour rollups when every state of that day (of the skills in ``states``) is clean and was
+    refreshed with its hours, and the rest of the hour it starts in from the rows; else all of
+    it from the rows."""
+    if since_us <= 0:
+        return FirstDay("", 24, 0)
+    day = day_of(since_us)
+    on_day = [state for state in states if state.day == day]
+    if not on_day or not all(state.hourly for state in on_day):
+        return FirstDay(day, 24, 0)
+    day_start = since_us - since_us % DAY_US
+    hour = -(-(since_us - day_start) // HOUR_US)  # the first hour that starts inside the window
+    return FirstDay(day, hour, day_start + hour * HOUR_US)
 
 
 def day_of(micros: int) -> str:

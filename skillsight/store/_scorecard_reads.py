@@ -10,12 +10,12 @@ compares the two.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW, USAGE_SUMS
-from skillsight.store._rollups import DayState, day_of
+from skillsight.store._rollups import DayState, FirstDay, first_day
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -40,17 +40,40 @@ _NEWEST_REFRESH = f"""
     LIMIT 1 BY day, kind, skill_version, evaluator"""
 
 
-def _parts(clean: bool, raw: bool) -> str:
-    """The per-day rows of the clean days (aggregates) and of the others (copied rows); a part
-    with no days is left out (an empty ``IN`` set would still read the skill's every row)."""
-    sources = ([_NEWEST_REFRESH] if clean else []) + ([DAY_AGGREGATES] if raw else [])
+# The window's first day's hours from its first whole hour on, of the day's newest refresh, and
+# that refresh's marker row in the hour rollups (kind 0: the hours are all there).
+_FIRST_DAY_HOURS = """day = {first:Date} AND (hour >= {hour:UInt8} OR kind = 0)
+      AND refreshed_at = (
+        SELECT max(refreshed_at) FROM scorecard_days
+        WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
+          AND day = {first:Date})"""
+
+_NEWEST_HOURS = f"""
+    SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
+           score_sum, score_min, first_started, last_started
+    FROM scorecard_hours
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (0, 1, 2)
+      AND {_FIRST_DAY_HOURS}
+    ORDER BY hour, kind, skill_version, evaluator
+    LIMIT 1 BY hour, kind, skill_version, evaluator"""
+
+
+def _parts(clean: bool, raw: bool, hours: bool) -> str:
+    """The per-day rows of the clean days (aggregates), of the first day's hours and of the
+    others (copied rows); a part with no days is left out (an empty ``IN`` set would still read
+    the skill's every row)."""
+    sources = (
+        ([_NEWEST_REFRESH] if clean else [])
+        + ([_NEWEST_HOURS] if hours else [])
+        + ([DAY_AGGREGATES] if raw else [])
+    )
     return f"""
 SELECT toString(day) AS day, kind, skill_version, evaluator, activations, scored,
        not_evaluated, passed, score_sum, score_min,
        toUnixTimestamp64Micro(first_started) AS first_us,
        toUnixTimestamp64Micro(last_started) AS last_us
 FROM ({" UNION ALL ".join(sources)})
-WHERE {{version:String}} = '' OR skill_version = {{version:String}}
+WHERE kind = 0 OR {{version:String}} = '' OR skill_version = {{version:String}}
 ORDER BY day, kind, skill_version, evaluator"""
 
 
@@ -83,22 +106,28 @@ ORDER BY started_at, activation_id, rebuilt_at DESC
 LIMIT 1 BY activation_id"""
 
 
-def _split(states: Iterable[DayState], since: datetime | None) -> tuple[list[str], list[str]]:
-    """(clean days read from scorecard_days, days aggregated from scorecard_rows)."""
-    first = _iso_day(since) if since is not None else ""
+def _split(
+    states: Sequence[DayState], since: datetime | None, *, hours: bool = True
+) -> tuple[list[str], list[str], FirstDay]:
+    """(clean days read from scorecard_days, days aggregated from scorecard_rows, how the
+    window's first day is read: its whole hours from the hour rollups when ``hours`` and
+    :func:`first_day` allow, the rest of it from the rows)."""
+    since_us = micros(since) if since is not None else 0
+    first = first_day(states if hours else (), since_us)
     clean: list[str] = []
     raw: list[str] = []
     for state in states:
-        if state.day < first:
+        if state.day < first.day or state.day == first.day:
             continue
-        (clean if state.clean and state.day != first else raw).append(state.day)
-    if first and first not in raw:
-        raw.append(first)
-    return clean, raw
+        (clean if state.clean else raw).append(state.day)
+    if first.day and (first.until_us == 0 or first.until_us > since_us):
+        raw.append(first.day)
+    return clean, sorted(raw), first
 
 
-def _iso_day(moment: datetime) -> str:
-    return day_of(micros(moment))
+def _hour_params(first: FirstDay) -> dict[str, object]:
+    """The parameters of the first day's hour rows (``_FIRST_DAY_HOURS``) and of its cut."""
+    return {"first": first.day or "1970-01-01", "hour": min(first.hour, 23), **first.cut}
 
 
 class _Sums:
@@ -209,19 +238,30 @@ def scorecard_rows(
     since: datetime | None,
 ) -> dict[str, list[dict[str, Any]]]:
     """``Scorecards.rows`` from the read models (``states``: the skill's day states)."""
-    clean, raw = _split(states, since)
-    params = {
-        "project": project_id,
-        "skill": skill,
-        "version": version,
-        "clean": clean,
-        "days": raw,
-        **EVERY_ROW,
-        "since": micros(since),
-    }
-    if not clean and not raw:
-        return combine([])
-    return combine(store.query(_parts(bool(clean), bool(raw)), params))
+
+    def parts(hours: bool) -> list[dict[str, Any]] | None:
+        """The parts, or None when the first day's hours were read and their marker was not
+        among them (a refresh's hours not all on this replica yet)."""
+        clean, raw, first = _split(states, since, hours=hours)
+        read_hours = first.hour < 24
+        if not clean and not raw and not read_hours:
+            return []
+        params = {
+            "project": project_id,
+            "skill": skill,
+            "version": version,
+            "clean": clean,
+            "days": raw,
+            **EVERY_ROW,
+            "since": micros(since),
+            **_hour_params(first),
+        }
+        rows = store.query(_parts(bool(clean), bool(raw), read_hours), params)
+        kept = [row for row in rows if int(row["kind"]) != 0]
+        return kept if not read_hours or len(kept) < len(rows) else None
+
+    found = parts(hours=True)
+    return combine(found if found is not None else parts(hours=False) or [])
 
 
 def rows_below(
@@ -237,8 +277,9 @@ def rows_below(
     limit: int,
 ) -> list[dict[str, Any]]:
     """The gate's rows (``Scorecards.below`` without texts) from the read models: the days
-    that may hold one, newest first, read a few at a time until ``limit`` rows are found."""
-    clean, raw = _split(states, since)
+    that may hold one, newest first, read a few at a time until ``limit`` rows are found (the
+    window's first day from the rows, whole)."""
+    clean, raw, first = _split(states, since, hours=False)
     params: dict[str, Any] = {
         "project": project_id,
         "skill": skill,
@@ -247,6 +288,7 @@ def rows_below(
         "below": float(below),
         "since": micros(since),
         "limit": limit,
+        **first.cut,
     }
     hits = []
     if clean:
@@ -298,16 +340,39 @@ FROM (
     LIMIT 1 BY rollup_day, skill_version
 )"""
 
+# The first day's hours of kind 4 (from its first whole hour on) summed per version, and the
+# marker row of their refresh (version '', ``markers`` 1).
+_USAGE_HOURS = f"""
+SELECT toString(day) AS day, skill_version, sum(activations) AS activations,
+       sum(cost_usd) AS cost_usd, sum(tokens) AS tokens, sum(duration_ms) AS duration_ms,
+       sum(tool_calls) AS tool_calls, countIf(kind = 0) AS markers
+FROM (
+    SELECT day, hour, kind, skill_version, activations, cost_usd, tokens, duration_ms, tool_calls
+    FROM scorecard_hours
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (0, 4)
+      AND {_FIRST_DAY_HOURS}
+    ORDER BY hour, kind, skill_version
+    LIMIT 1 BY hour, kind, skill_version
+)
+GROUP BY day, skill_version"""
+
 USAGE_ROWS = f"""
 SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations, {USAGE_SUMS}
 FROM activations FINAL
 PREWHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
   AND ({{all_days:Bool}} OR toDate(started_at) IN {{days:Array(Date)}})
   AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+  AND ({{until:Int64}} = 0 OR toDate(started_at) != {{cut_day:Date}}
+       OR started_at < fromUnixTimestamp64Micro({{until:Int64}}, 'UTC'))
 WHERE rerun_id = ''
 GROUP BY day, skill_version
 ORDER BY day, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
+
+NO_CUT = FirstDay("", 24, 0).cut
+"""The raw-row readers' parameters that keep every row of the window (no first day's hours)."""
+
+_USAGE_COLUMNS = ("activations", "cost_usd", "tokens", "duration_ms", "tool_calls")
 
 
 def usage_rows(
@@ -320,11 +385,26 @@ def usage_rows(
 ) -> list[dict[str, Any]]:
     """``Scorecards.usage`` from the read models (``states``: the skill's day states; every
     day with activations is among them once the activation read model is ready)."""
-    clean, raw = _split(states, since)
+    clean, raw, first = _split(states, since)
     params = {"project": project_id, "skill": skill, "since": micros(since), "all_days": False}
     rows: list[dict[str, Any]] = []
+    if first.hour < 24:
+        hours = store.query(_USAGE_HOURS, {**params, **_hour_params(first)})
+        if any(int(row["markers"]) for row in hours):
+            rows += [row for row in hours if not int(row["markers"])]
+        else:  # a refresh's hours not all here yet (a lagging replica): the day from the rows
+            clean, raw, first = _split(states, since, hours=False)
     if clean:  # an empty IN set would still read every row
         rows += store.query(_USAGE_CLEAN, {**params, "clean": clean})
     if raw:
-        rows += store.query(USAGE_ROWS, {**params, "days": raw})
-    return sorted(rows, key=lambda r: (str(r["day"]), str(r["skill_version"])))
+        rows += store.query(USAGE_ROWS, {**params, "days": raw, **first.cut})
+    summed: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:  # the first day's hours and the rest of it from the rows: one row
+        key = (str(row["day"]), str(row["skill_version"]))
+        if key not in summed:
+            summed[key] = {"day": key[0], "skill_version": key[1]}
+            summed[key].update({name: row[name] for name in _USAGE_COLUMNS})
+        else:
+            for name in _USAGE_COLUMNS:
+                summed[key][name] += row[name]
+    return [summed[key] for key in sorted(summed)]

@@ -17,10 +17,10 @@ the raw rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skillsight.store._rollups import DayState, day_of
+from skillsight.store._rollups import DayState, FirstDay, first_day
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 
 if TYPE_CHECKING:
@@ -75,8 +75,9 @@ _OVERVIEW_SETS = {
 # The newest refresh of some clean days of every skill of a project, summed per skill and
 # evaluator (the current rows' counts and sums: kind 2) and per skill and day (the activations
 # scored, kind 1, the failing ones, kind 3, and every activation with its first and last start,
-# kind 4); each version's rows added up.
-_CLEAN_DAYS = """
+# kind 4); each version's rows added up. ``markers`` counts the refresh's marker rows a part
+# holds (the hour rollups' only: they tell that a refresh's hours are all there).
+_CLEAN_SUMS = """
 SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(day) AS day,
        sumIf(n, kind = 2) AS evaluations, sumIf(n_scored, kind = 2) AS scored,
        sumIf(n_not_evaluated, kind = 2) AS not_evaluated, sumIf(n_passed, kind = 2) AS passed,
@@ -87,22 +88,36 @@ SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(day) AS da
        toUnixTimestamp64Micro(maxIf(last, kind = 1)) AS last_started_us,
        sumIf(n, kind = 4) AS activations,
        toUnixTimestamp64Micro(minIf(first, kind = 4)) AS first_run_us,
-       toUnixTimestamp64Micro(maxIf(last, kind = 4)) AS last_run_us
+       toUnixTimestamp64Micro(maxIf(last, kind = 4)) AS last_run_us,
+       countIf(kind = 0) AS markers
 FROM (
     SELECT skill_name, day, kind, skill_version, evaluator, activations AS n,
            scored AS n_scored, not_evaluated AS n_not_evaluated, passed AS n_passed,
            score_sum AS n_score_sum, score_min AS n_score_min, first_started AS first,
            last_started AS last
-    FROM scorecard_days
-    WHERE project_id = {project:String} AND kind IN (1, 2, 3, 4)
-      AND day IN {clean:Array(Date)}
+    FROM {table}
+    WHERE project_id = {{project:String}} AND {rows}
       AND (skill_name, day, refreshed_at) IN (
         SELECT skill_name, day, max(refreshed_at) FROM scorecard_days
-        WHERE project_id = {project:String} AND kind = 0 AND day IN {clean:Array(Date)}
+        WHERE project_id = {{project:String}} AND kind = 0 AND day IN {days}
         GROUP BY skill_name, day)
-    LIMIT 1 BY skill_name, day, kind, skill_version, evaluator
+    LIMIT 1 BY skill_name, day, {hour}kind, skill_version, evaluator
 )
 GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
+_CLEAN_DAYS = _CLEAN_SUMS.format(
+    table="scorecard_days",
+    rows="kind IN (1, 2, 3, 4) AND day IN {clean:Array(Date)}",
+    days="{clean:Array(Date)}",
+    hour="",
+)
+# The same from the hour rollups of the window's first day, from its first whole hour on (and
+# the marker row of each skill's newest refresh of it).
+_FIRST_HOURS = _CLEAN_SUMS.format(
+    table="scorecard_hours",
+    rows="day = {first:Date} AND (hour >= {hour:UInt8} OR kind = 0)",
+    days="({first:Date})",
+    hour="hour, ",
+)
 
 # The same sums from the current rows of the other days (the window's first, partial, and
 # those written since their last refresh), FINAL inside the monthly partitions. The days and the
@@ -125,6 +140,8 @@ FROM (
     FROM scorecard_rows FINAL
     PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
       AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+      AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
+           OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
     SETTINGS do_not_merge_across_partitions_select_final = 1
 )
 GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
@@ -138,6 +155,8 @@ SELECT skill_name, toString(toDate(started_at)) AS day,
 FROM activations FINAL
 PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
   AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+  AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
+       OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
 WHERE rerun_id = ''
 GROUP BY skill_name, day
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
@@ -155,16 +174,17 @@ GROUP BY skill_name, day
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
 
-def _split(states: Iterable[DayState], since_us: int) -> tuple[list[str], list[str]]:
-    """(days read from ``scorecard_days``, days read from ``scorecard_rows``) of a window: a
-    day is read from the rows for every skill when it is the window's first (partial) or when
-    any skill's newest refresh of it is not clean."""
-    first = day_of(since_us) if since_us > 0 else ""
-    days = {state.day for state in states if state.day >= first}
-    raw = {state.day for state in states if state.day >= first and not state.clean}
-    if first:
-        raw.add(first)
-    return sorted(days - raw), sorted(raw)
+def _split(states: Sequence[DayState], since_us: int) -> tuple[list[str], list[str], FirstDay]:
+    """(days read from ``scorecard_days``, days read from ``scorecard_rows``, how the window's
+    first day is read) of a window: a day is read from the rows for every skill when any
+    skill's newest refresh of it is not clean, and the window's first (partial) day is, up to
+    where the hour rollups take over (:func:`first_day`)."""
+    first = first_day(states, since_us)
+    days = {state.day for state in states if state.day >= first.day}
+    raw = {state.day for state in states if state.day >= first.day and not state.clean}
+    if first.day and (first.until_us == 0 or first.until_us > since_us):
+        raw.add(first.day)
+    return sorted(days - raw - {first.day}), sorted(raw), first
 
 
 class _Scores:
@@ -262,13 +282,22 @@ def skills_overview(
             out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
         return out
     rollups = store.scorecards.rollups
-    clean, raw = _split(rollups.day_states(project_id), since_us)
-    counted = rollups.activations_ready()  # clean days' activations in their kind 4 rows
+    states = rollups.day_states(project_id)
+    clean, raw, first = _split(states, since_us)
     parts: list[dict[str, Any]] = []
+    if first.hour < 24:
+        hours = store.query(_FIRST_HOURS, {**params, "first": first.day, "hour": first.hour})
+        expected = {state.skill_name for state in states if state.day == first.day}
+        if {str(r["skill_name"]) for r in hours if int(r["markers"])} == expected:
+            parts += hours
+        else:  # a refresh's hours not all here yet (a lagging replica): the day from the rows
+            first = FirstDay(first.day, 24, 0)
+            raw = sorted({*raw, first.day})
+    counted = rollups.activations_ready()  # clean days' activations in their kind 4 rows
     if clean:  # an empty IN set would still read every row
         parts += store.query(_CLEAN_DAYS, {**params, "clean": clean})
     if raw:
-        parts += store.query(_ROW_DAYS, {**params, "days": raw})
+        parts += store.query(_ROW_DAYS, {**params, "days": raw, **first.cut})
     scores: dict[tuple[str, str], _Scores] = {}
     ran: dict[tuple[str, str], _Ran] = {}  # (skill, day) and (skill, '') for the window
 
@@ -290,7 +319,7 @@ def skills_overview(
     if not counted:
         runs = store.query(_WINDOW_ACTIVATIONS, params)
     else:
-        runs = store.query(_ROW_ACTIVATIONS, {**params, "days": raw}) if raw else []
+        runs = store.query(_ROW_ACTIVATIONS, {**params, "days": raw, **first.cut}) if raw else []
     for row in runs:
         for sums in add(str(row["skill_name"]), str(row["day"])):
             sums.add_ran(
