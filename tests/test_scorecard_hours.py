@@ -83,8 +83,19 @@ def test_the_first_days_whole_hours_are_read_from_the_hour_rollups(store: Store)
         PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
     )
     fill_synthetic_scorecards(store, plan)
+    # activations that named no skill version, in the first day's whole hours: their hour rows
+    # are not the refresh's marker, whose version is '' too
+    store.execute(
+        "INSERT INTO activations (project_id, activation_id, session_id, trace_id, skill_name,"
+        " skill_version, started_at, rebuilt_at, cost_usd) "
+        "SELECT {p:String}, concat('unversioned-', toString(number)), 'unversioned', 't',"
+        " {s:String}, '', {t:DateTime64(6)} + toIntervalMinute(number), now64(6), 0.5 "
+        "FROM numbers(90)",
+        {"p": PROJECT, "s": SKILLS[0], "t": CUT.replace(tzinfo=None)},
+    )
     rollups = store.scorecards.rollups
     rollups.backfill()
+    _same_as_raw(store, SINCE)
     first = [s for s in rollups.day_states(PROJECT) if s.day == SINCE.date().isoformat()]
     assert first and all(s.clean and s.hourly for s in first)
     before = _reads(store)

@@ -329,7 +329,7 @@ def rows_below(
 # partitions (a key lives in one); the key columns are filtered in PREWHERE, before it merges.
 _USAGE_CLEAN = f"""
 SELECT toString(rollup_day) AS day, skill_version, activations, cost_usd, tokens,
-       duration_ms, tool_calls
+       duration_ms, tool_calls, toUInt64(0) AS markers
 FROM (
     SELECT day AS rollup_day, skill_version, activations, cost_usd, tokens, duration_ms,
            tool_calls
@@ -341,20 +341,21 @@ FROM (
 )"""
 
 # The first day's hours of kind 4 (from its first whole hour on) summed per version, and the
-# marker row of their refresh (version '', ``markers`` 1).
+# marker row of their refresh (``markers`` 1, a row of its own).
 _USAGE_HOURS = f"""
 SELECT toString(day) AS day, skill_version, sum(activations) AS activations,
        sum(cost_usd) AS cost_usd, sum(tokens) AS tokens, sum(duration_ms) AS duration_ms,
-       sum(tool_calls) AS tool_calls, countIf(kind = 0) AS markers
+       sum(tool_calls) AS tool_calls, markers
 FROM (
-    SELECT day, hour, kind, skill_version, activations, cost_usd, tokens, duration_ms, tool_calls
+    SELECT day, hour, kind, skill_version, activations, cost_usd, tokens, duration_ms,
+           tool_calls, toUInt64(kind = 0) AS markers
     FROM scorecard_hours
     WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (0, 4)
       AND {_FIRST_DAY_HOURS}
     ORDER BY hour, kind, skill_version
     LIMIT 1 BY hour, kind, skill_version
 )
-GROUP BY day, skill_version"""
+GROUP BY day, skill_version, markers"""
 
 USAGE_ROWS = f"""
 SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations, {USAGE_SUMS}
@@ -387,15 +388,18 @@ def usage_rows(
     day with activations is among them once the activation read model is ready)."""
     clean, raw, first = _split(states, since)
     params = {"project": project_id, "skill": skill, "since": micros(since), "all_days": False}
+    # the clean days and the first day's hours in one query (a part with no days left out)
+    sources = ([_USAGE_CLEAN] if clean else []) + ([_USAGE_HOURS] if first.hour < 24 else [])
     rows: list[dict[str, Any]] = []
+    if sources:
+        both = {**params, "clean": clean, **_hour_params(first)}
+        rows = store.query(" UNION ALL ".join(sources), both)
     if first.hour < 24:
-        hours = store.query(_USAGE_HOURS, {**params, **_hour_params(first)})
-        if any(int(row["markers"]) for row in hours):
-            rows += [row for row in hours if not int(row["markers"])]
+        if any(int(row["markers"]) for row in rows):
+            rows = [row for row in rows if not int(row["markers"])]
         else:  # a refresh's hours not all here yet (a lagging replica): the day from the rows
             clean, raw, first = _split(states, since, hours=False)
-    if clean:  # an empty IN set would still read every row
-        rows += store.query(_USAGE_CLEAN, {**params, "clean": clean})
+            rows = store.query(_USAGE_CLEAN, {**params, "clean": clean}) if clean else []
     if raw:
         rows += store.query(USAGE_ROWS, {**params, "days": raw, **first.cut})
     summed: dict[tuple[str, str], dict[str, Any]] = {}

@@ -284,18 +284,23 @@ def skills_overview(
     rollups = store.scorecards.rollups
     states = rollups.day_states(project_id)
     clean, raw, first = _split(states, since_us)
+    # the clean days and the first day's hours in one query (an empty IN set would still read
+    # every row, so a part with no days is left out)
+    sources = ([_CLEAN_DAYS] if clean else []) + ([_FIRST_HOURS] if first.hour < 24 else [])
     parts: list[dict[str, Any]] = []
+    if sources:
+        parts = store.query(
+            " UNION ALL ".join(sources),
+            {**params, "clean": clean, "first": first.day or "1970-01-01", "hour": first.hour},
+        )
     if first.hour < 24:
-        hours = store.query(_FIRST_HOURS, {**params, "first": first.day, "hour": first.hour})
         expected = {state.skill_name for state in states if state.day == first.day}
-        if {str(r["skill_name"]) for r in hours if int(r["markers"])} == expected:
-            parts += hours
-        else:  # a refresh's hours not all here yet (a lagging replica): the day from the rows
+        if {str(r["skill_name"]) for r in parts if int(r["markers"])} != expected:
+            # a refresh's hours not all here yet (a lagging replica): the day from the rows
             first = FirstDay(first.day, 24, 0)
             raw = sorted({*raw, first.day})
+            parts = store.query(_CLEAN_DAYS, {**params, "clean": clean}) if clean else []
     counted = rollups.activations_ready()  # clean days' activations in their kind 4 rows
-    if clean:  # an empty IN set would still read every row
-        parts += store.query(_CLEAN_DAYS, {**params, "clean": clean})
     if raw:
         parts += store.query(_ROW_DAYS, {**params, "days": raw, **first.cut})
     scores: dict[tuple[str, str], _Scores] = {}
