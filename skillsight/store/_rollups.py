@@ -9,7 +9,9 @@ evaluator version wrote it) and from ``activations`` (each day's activations, sc
 and stamps them with the time it began. A day is *clean* when its
 newest refresh began after its newest mark (by more than :data:`CLOCK_MARGIN_US`, for clocks of
 cluster nodes); readers take clean days from ``scorecard_days`` and every other day from
-``scorecard_rows``, so a read is exact whether or not the refresher has caught up.
+``scorecard_rows``, so a read is exact whether or not the refresher has caught up. Each refresh
+writes the day's rows per hour into ``scorecard_hours`` first, under the same stamp; readers
+take a window's first (partial) day's whole hours from there (:func:`first_day`).
 
 Rows written before the migration are copied by :meth:`ScorecardRollups.backfill` (the
 refresher's first pass does it); until then ``read_models`` has no ``scorecards`` row and readers

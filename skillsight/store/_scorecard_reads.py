@@ -3,7 +3,8 @@
 A window's days split in two: *clean* days after the window's first (their newest refresh began
 after their newest mark) come from ``scorecard_days``, a few rows each; the window's first day
 (partial: the window starts inside it) and every day marked since its last refresh are
-aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range. The parts are
+aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range (the first
+day's whole hours from ``scorecard_hours`` when its newest refresh wrote them). The parts are
 summed here into the same rows as the raw scorecard query (``_scorecards.SCORECARD``); a test
 compares the two.
 """

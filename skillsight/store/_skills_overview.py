@@ -8,11 +8,12 @@ at once: clean days after the window's first from ``scorecard_days`` (per day, v
 evaluator; per day and version the activations scored, the failing ones and every production
 activation, scored or not), the window's first day (partial) and every day some skill wrote
 since its last refresh from ``scorecard_rows`` (FINAL inside the monthly partitions) and the
-``activations`` table, summed here across versions and days. Until every day of the activations
-table is marked or refreshed (``ScorecardRollups.activations_ready``: a store older than the
-rebuilds' marks) the window's activations are counted in their table. Reads are exact whether or
-not the refresher has caught up; ``tests/test_skills_overview_rollups.py`` compares them with
-the raw rows.
+``activations`` table, summed here across versions and days; the first day's whole hours come
+from ``scorecard_hours`` when every skill's newest refresh of it wrote them. Until every day of
+the activations table is marked or refreshed (``ScorecardRollups.activations_ready``: a store
+older than the rebuilds' marks) the window's activations are counted in their table. Reads are
+exact whether or not the refresher has caught up; ``tests/test_skills_overview_rollups.py``
+compares them with the raw rows.
 """
 
 from __future__ import annotations
