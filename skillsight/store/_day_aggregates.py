@@ -70,23 +70,23 @@ HOURLY_FORMAT = 4
 # DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
 _FAILING = ", uniqExactIf(activation_id, failed) AS failing"
 _FAILED_ROWS = f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})"
-# The usage sums' columns, 0 on every row but kind 4's. Named: the first SELECT of a UNION
-# names its columns, and two columns of one name would read as one.
-_NO_USAGE = (
-    "toFloat64(0) AS no_cost, toUInt64(0) AS no_tokens, toFloat64(0) AS no_duration, "
-    "toUInt64(0) AS no_tool_calls"
+# The usage sums' columns, 0 on every row but kind 4's (the first SELECT of a UNION names its
+# columns).
+_USAGE_NAMES = (
+    "toFloat64(0) AS cost_usd, toUInt64(0) AS tokens, toFloat64(0) AS duration_ms, "
+    "toUInt64(0) AS tool_calls"
 )
 
 
-def _refresh_aggregates(hourly: bool) -> str:
-    hour = ", hour" if hourly else ""
-    return f"""
-SELECT day{hour}, kind_row.1 AS row_kind, skill_version, evaluator,
-       kind_row.2 AS row_activations,
-       if(row_kind = 3, 0, scored), if(row_kind = 3, 0, not_evaluated),
-       if(row_kind = 3, 0, passed), if(row_kind = 3, 0, score_sum),
-       if(row_kind = 3, 0, score_min), first_started, last_started, {_NO_USAGE}
-FROM ({_day_aggregates(_FAILING, _FAILED_ROWS, hourly=hourly)})
+_REFRESH_AGGREGATES = f"""
+SELECT toString(day) AS day, hour, kind_row.1 AS row_kind, skill_version, evaluator,
+       kind_row.2 AS row_activations, if(row_kind = 3, 0, scored) AS row_scored,
+       if(row_kind = 3, 0, not_evaluated) AS row_not_evaluated,
+       if(row_kind = 3, 0, passed) AS row_passed, if(row_kind = 3, 0, score_sum) AS row_score_sum,
+       if(row_kind = 3, 0, score_min) AS row_score_min,
+       toUnixTimestamp64Micro(first_started) AS first_us,
+       toUnixTimestamp64Micro(last_started) AS last_us, {_USAGE_NAMES}
+FROM ({_day_aggregates(_FAILING, _FAILED_ROWS, hourly=True)})
 ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
 
 
@@ -97,44 +97,56 @@ USAGE_SUMS = """sum(cost_usd) AS cost_usd,
        sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls"""
 
 
-def _activation_days(hourly: bool) -> str:
-    """Per day (or hour) and skill version: the production activations (their newest row each:
-    FINAL, the key holds the start, which a rebuild keeps), scored or not, and what they cost
-    (kind 4)."""
-    hour, bucket = (", toHour(started_at) AS hour", "day, hour") if hourly else ("", "day")
-    return f"""
-SELECT toDate(started_at) AS day{hour}, 4, skill_version, '', count(), 0, 0, 0, 0, 0,
-       min(started_at), max(started_at), {USAGE_SUMS}
+# Per hour and skill version: the production activations (their newest row each: FINAL, the
+# key holds the start, which a rebuild keeps), scored or not, and what they cost (kind 4).
+_ACTIVATION_HOURS = f"""
+SELECT toString(toDate(started_at)) AS day, toHour(started_at) AS hour, 4, skill_version, '',
+       count(), 0, 0, 0, 0, 0, toUnixTimestamp64Micro(min(started_at)),
+       toUnixTimestamp64Micro(max(started_at)), {USAGE_SUMS}
 FROM activations FINAL
 WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
   AND toDate(started_at) IN {{days:Array(Date)}} AND rerun_id = ''
-GROUP BY {bucket}, skill_version
+GROUP BY day, hour, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
-
-def _refresh(table: str, hourly: bool) -> str:
-    """A refresh's rows and markers in one sorted stream, so they are one block and one part: a
-    reader sees all of a refresh or none of it (a few thousand rows a day, far below a block;
-    24 times that per hour). The marker of a day is its hour 0's."""
-    hour, zero = (" hour,", " 0,") if hourly else ("", "")
-    return f"""
-INSERT INTO {table} (project_id, skill_name, day,{hour} kind, skill_version, evaluator,
-    activations, scored, not_evaluated, passed, score_sum, score_min, first_started,
-    last_started, cost_usd, tokens, duration_ms, tool_calls, refreshed_at)
-SELECT {{project:String}}, {{skill:String}}, *, fromUnixTimestamp64Micro({{stamp:Int64}}, 'UTC')
-FROM (
-    {_refresh_aggregates(hourly)}
+# What a refresh computes: per hour of some start days of a skill, its rows of every kind but
+# the marker (the day rows are their sums: ``_rollups.refresh``), in key order.
+REFRESH_HOURS = f"""
+SELECT * FROM (
+    {_REFRESH_AGGREGATES}
     UNION ALL
-    SELECT * FROM ({_activation_days(hourly)})
-    UNION ALL
-    SELECT arrayJoin({{days:Array(Date)}}),{zero} 0, '', '', {ROLLUP_FORMAT}, 0, 0, 0, 0, 0,
-           toDateTime64(0, 6, 'UTC'), toDateTime64(0, 6, 'UTC'), {_NO_USAGE}
+    SELECT * FROM ({_ACTIVATION_HOURS})
 )
-ORDER BY day,{hour} row_kind, skill_version, evaluator"""
+ORDER BY day, hour, row_kind, skill_version, evaluator"""
 
-
-# A refresh of some days: their hours first, then the days under the same stamp, so a reader
-# that sees a day's refresh in scorecard_days finds its hours (scorecard_hours' own marker rows
-# tell a reader on a lagging replica that they are not there yet).
-REFRESH_HOURS = _refresh("scorecard_hours", hourly=True)
-REFRESH = _refresh("scorecard_days", hourly=False)
+# A refresh row's columns as REFRESH_HOURS names them, in the order of the rollup tables'.
+REFRESH_COLUMNS = (
+    "day",
+    "hour",
+    "row_kind",
+    "skill_version",
+    "evaluator",
+    "row_activations",
+    "row_scored",
+    "row_not_evaluated",
+    "row_passed",
+    "row_score_sum",
+    "row_score_min",
+    "first_us",
+    "last_us",
+    "cost_usd",
+    "tokens",
+    "duration_ms",
+    "tool_calls",
+)
+ROLLUP_SUMS = (
+    "row_activations",
+    "row_scored",
+    "row_not_evaluated",
+    "row_passed",
+    "tokens",
+    "tool_calls",
+)
+ROLLUP_FLOAT_SUMS = ("row_score_sum", "cost_usd", "duration_ms")
+"""A rollup row's counts and float sums (besides its key, ``score_min``, ``first_us`` and
+``last_us``): a day's are its hours' sums."""

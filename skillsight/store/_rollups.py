@@ -33,13 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
-from skillsight.store._day_aggregates import (
-    CLEAN_FORMAT,
-    EVERY_ROW,
-    HOURLY_FORMAT,
-    REFRESH,
-    REFRESH_HOURS,
-)
+from skillsight.store._day_aggregates import CLEAN_FORMAT, EVERY_ROW, HOURLY_FORMAT, REFRESH_HOURS
+from skillsight.store._rollup_rows import write_refresh
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -361,8 +356,8 @@ class ScorecardRollups:
             chunk = list(days[start : start + _REFRESH_DAYS_PER_STATEMENT])
             stamp = int(self._store.query(_NOW)[0]["now_us"])
             params = {"project": project_id, "skill": skill, "days": chunk, **EVERY_ROW}
-            self._store.execute(REFRESH_HOURS, {**params, "stamp": stamp})
-            self._store.execute(REFRESH, {**params, "stamp": stamp})
+            hours = self._store.query(REFRESH_HOURS, params)
+            write_refresh(self._store, project_id, skill, stamp, chunk, hours)
 
     def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
         """Refresh every day marked since its last refresh, and every clean day refreshed
