@@ -1,6 +1,7 @@
-"""The statements a scorecard day rollup is computed with: the current rows of some start days
-of a skill, their per-day aggregates (read by scorecards as they are, written by a refresh with
-the skills list's failing and activation counts beside them), and the refresh itself.
+"""The statements a scorecard rollup is computed with: the current rows of some start days of
+a skill, their per-day aggregates (read by scorecards as they are), and the refresh's per-hour
+aggregates with the skills list's failing and activation counts beside them (the day rows a
+refresh writes are their sums: ``_rollup_rows``).
 
 ``_rollups`` keeps the rollups exact with them; ``_scorecard_reads`` reads the same aggregates
 from raw rows for the days that are not clean.
