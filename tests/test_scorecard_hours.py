@@ -49,28 +49,18 @@ def test_a_windows_first_day_is_read_by_whole_hours_when_every_state_of_it_has_t
     assert FirstDay(day, 24, 0).cut == {"cut_day": day, "until": 0}
 
 
-def _reads(store: Store) -> dict[str, Any]:
-    """The 7-day window's skills list, usage charts and scorecards from the read models."""
+def _reads(store: Store, since: datetime = SINCE, *, read_models: bool = True) -> dict[str, Any]:
+    """A window's skills list, usage charts and scorecards (the 7-day window's unless told),
+    from the read models or from the raw rows."""
     cards = store.scorecards
+    card = cards.rows if read_models else cards.raw_rows
     return {
-        "overview": cards.overview(PROJECT, since=SINCE, read_models=True),
+        "overview": cards.overview(PROJECT, since=since, read_models=read_models),
         **{
-            f"usage {skill}": cards.usage(PROJECT, skill, since=SINCE, read_models=True)
+            f"usage {skill}": cards.usage(PROJECT, skill, since=since, read_models=read_models)
             for skill in SKILLS
         },
-        **{f"card {skill}": cards.rows(PROJECT, skill, since=SINCE) for skill in SKILLS},
-    }
-
-
-def _raw(store: Store) -> dict[str, Any]:
-    cards = store.scorecards
-    return {
-        "overview": cards.overview(PROJECT, since=SINCE, read_models=False),
-        **{
-            f"usage {skill}": cards.usage(PROJECT, skill, since=SINCE, read_models=False)
-            for skill in SKILLS
-        },
-        **{f"card {skill}": cards.raw_rows(PROJECT, skill, since=SINCE) for skill in SKILLS},
+        **{f"card {skill}": card(PROJECT, skill, since=since) for skill in SKILLS},
     }
 
 
@@ -151,7 +141,7 @@ def test_the_first_days_whole_hours_are_read_from_the_hour_rollups(store: Store)
         " (SELECT activation_id FROM scorecard_rows" + after_cut + ")",
         params,
     )
-    _same_reads(_raw(store), fallen_back)
+    _same_reads(_reads(store, read_models=False), fallen_back)
 
 
 def test_the_hour_rollups_add_up_to_the_day_rollups(store: Store) -> None:
@@ -211,19 +201,4 @@ def test_a_day_refreshed_before_the_hour_rollups_stays_clean_and_gets_its_hours(
 
 
 def _same_as_raw(store: Store, since: datetime) -> None:
-    cards = store.scorecards
-    raw = _normal(cards.overview(PROJECT, since=since, read_models=False))
-    fast = _normal(cards.overview(PROJECT, since=since, read_models=True))
-    for part, rows in raw.items():
-        _same(rows, fast[part], f"{since} overview {part}")
-    for skill in SKILLS:
-        _equal(
-            cards.usage(PROJECT, skill, since=since, read_models=False),
-            cards.usage(PROJECT, skill, since=since, read_models=True),
-            f"{since} usage {skill}",
-        )
-        _equal(
-            cards.raw_rows(PROJECT, skill, since=since),
-            cards.rows(PROJECT, skill, since=since),
-            f"{since} card {skill}",
-        )
+    _same_reads(_reads(store, since, read_models=False), _reads(store, since))
