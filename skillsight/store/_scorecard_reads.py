@@ -118,7 +118,7 @@ def _split(
     clean: list[str] = []
     raw: list[str] = []
     for state in states:
-        if state.day < first.day or state.day == first.day:
+        if state.day <= first.day:  # before the window, or its first day (below)
             continue
         (clean if state.clean else raw).append(state.day)
     if first.day and (first.until_us == 0 or first.until_us > since_us):
