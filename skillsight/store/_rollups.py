@@ -125,13 +125,13 @@ FROM (
            toUInt64(0) AS format
     FROM scorecard_marks
     WHERE ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
     UNION ALL
     SELECT project_id, skill_name, day, toDateTime64(0, 6, 'UTC'), refreshed_at, activations
     FROM scorecard_days
     WHERE kind = 0
       AND ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
 )
 GROUP BY project_id, skill_name, day
 ORDER BY project_id, skill_name, day"""
@@ -324,10 +324,14 @@ class ScorecardRollups:
 
     # -- refreshing --------------------------------------------------------------------------
 
-    def day_states(self, project_id: str = "", skill: str = "") -> list[DayState]:
-        """Every marked or refreshed (project, skill, day), oldest day first."""
+    def day_states(
+        self, project_id: str = "", skill: str = "", *, since_us: int = 0
+    ) -> list[DayState]:
+        """Every marked or refreshed (project, skill, day), oldest day first; with
+        ``since_us``, from the day of that moment on (a window's days)."""
         states = []
-        for r in self._store.query(_DAY_STATES, {"project": project_id, "skill": skill}):
+        params = {"project": project_id, "skill": skill, "from": day_of(max(since_us, 0))}
+        for r in self._store.query(_DAY_STATES, params):
             marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
             written = int(r["format"])
             clean = (

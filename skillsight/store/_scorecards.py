@@ -165,7 +165,7 @@ class Scorecards:
         count/pass/mean/min. Read from the per-day read models once they hold every row
         (:mod:`._scorecard_reads`), else from the raw rows (:meth:`raw_rows`): the same rows."""
         if self.rollups.ready():
-            states = self.rollups.day_states(project_id, skill)
+            states = self.rollups.day_states(project_id, skill, since_us=micros(since))
             return scorecard_rows(
                 self._store, states, project_id, skill, version=version, since=since
             )
@@ -216,7 +216,7 @@ class Scorecards:
         rollups = self.rollups
         ready = rollups.ready() if read_models is None else read_models
         if ready and rollups.activations_ready():
-            states = rollups.day_states(project_id, skill)
+            states = rollups.day_states(project_id, skill, since_us=micros(since))
             return usage_rows(self._store, states, project_id, skill, since=since)
         params = {
             "project": project_id,
@@ -253,7 +253,7 @@ class Scorecards:
             )
         found = rows_below(
             self._store,
-            self.rollups.day_states(project_id, skill),
+            self.rollups.day_states(project_id, skill, since_us=micros(since)),
             project_id,
             skill,
             below,

@@ -283,7 +283,7 @@ def skills_overview(
             out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
         return out
     rollups = store.scorecards.rollups
-    states = rollups.day_states(project_id)
+    states = rollups.day_states(project_id, since_us=since_us)
     clean, raw, first = _split(states, since_us)
     # the clean days and the first day's hours in one query (an empty IN set would still read
     # every row, so a part with no days is left out)
