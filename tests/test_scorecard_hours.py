@@ -131,8 +131,9 @@ def test_the_first_days_whole_hours_are_read_from_the_hour_rollups(store: Store)
         " rebuilt_at + toIntervalHour(1) AS rebuilt_at) FROM activations FINAL" + after_cut,
         params,
     )
-    # (the gate reads the window's first day from the rows, whole: it sees the change)
-    _same_reads(before, _reads(store), but=("gate",))
+    # (the gate and the usage charts read the window's first day from the rows, whole: they
+    # see the change)
+    _same_reads(before, _reads(store), but=("gate", "usage"))
 
     # a newer refresh of the day whose hours are not here (a replica that has the day's rows
     # and not yet its hours): the whole first day is read from the rows again
@@ -145,8 +146,7 @@ def test_the_first_days_whole_hours_are_read_from_the_hour_rollups(store: Store)
     )
     fallen_back = _reads(store)
     changed = _changed(before, fallen_back)
-    assert "overview" in changed and any(key.startswith("usage") for key in changed)
-    assert any(key.startswith("card") for key in changed)
+    assert "overview" in changed and any(key.startswith("card") for key in changed)
     # and they say what the rows say
     _same_reads(_reads(store, read_models=False), fallen_back)
 

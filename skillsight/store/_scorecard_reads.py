@@ -3,8 +3,9 @@
 A window's days split in two: *clean* days after the window's first (their newest refresh began
 after their newest mark) come from ``scorecard_days``, a few rows each; the window's first day
 (partial: the window starts inside it) and every day marked since its last refresh are
-aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range (the first
-day's whole hours from ``scorecard_hours`` when its newest refresh wrote them). The parts are
+aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range (a
+scorecard takes the first day's whole hours from ``scorecard_hours`` when its newest refresh
+wrote them; the gate and the usage charts read it whole). The parts are
 summed here into the same rows as the raw scorecard query (``_scorecards.SCORECARD``); a test
 compares the two.
 """
@@ -330,7 +331,7 @@ def rows_below(
 # partitions (a key lives in one); the key columns are filtered in PREWHERE, before it merges.
 _USAGE_CLEAN = f"""
 SELECT toString(rollup_day) AS day, skill_version, activations, cost_usd, tokens,
-       duration_ms, tool_calls, toUInt64(0) AS markers
+       duration_ms, tool_calls
 FROM (
     SELECT day AS rollup_day, skill_version, activations, cost_usd, tokens, duration_ms,
            tool_calls
@@ -341,40 +342,16 @@ FROM (
     LIMIT 1 BY rollup_day, skill_version
 )"""
 
-# The first day's hours of kind 4 (from its first whole hour on) summed per version, and the
-# marker row of their refresh (``markers`` 1, a row of its own).
-_USAGE_HOURS = f"""
-SELECT toString(day) AS day, skill_version, sum(activations) AS activations,
-       sum(cost_usd) AS cost_usd, sum(tokens) AS tokens, sum(duration_ms) AS duration_ms,
-       sum(tool_calls) AS tool_calls, markers
-FROM (
-    SELECT day, hour, kind, skill_version, activations, cost_usd, tokens, duration_ms,
-           tool_calls, toUInt64(kind = 0) AS markers
-    FROM scorecard_hours
-    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (0, 4)
-      AND {_FIRST_DAY_HOURS}
-    ORDER BY hour, kind, skill_version
-    LIMIT 1 BY hour, kind, skill_version
-)
-GROUP BY day, skill_version, markers"""
-
 USAGE_ROWS = f"""
 SELECT toString(toDate(started_at)) AS day, skill_version, count() AS activations, {USAGE_SUMS}
 FROM activations FINAL
 PREWHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
   AND ({{all_days:Bool}} OR toDate(started_at) IN {{days:Array(Date)}})
   AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
-  AND ({{until:Int64}} = 0 OR toDate(started_at) != {{cut_day:Date}}
-       OR started_at < fromUnixTimestamp64Micro({{until:Int64}}, 'UTC'))
 WHERE rerun_id = ''
 GROUP BY day, skill_version
 ORDER BY day, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
-
-NO_CUT = FirstDay("", 24, 0).cut
-"""The raw-row readers' parameters that keep every row of the window (no first day's hours)."""
-
-_USAGE_COLUMNS = ("activations", "cost_usd", "tokens", "duration_ms", "tool_calls")
 
 
 def usage_rows(
@@ -386,30 +363,14 @@ def usage_rows(
     since: datetime | None,
 ) -> list[dict[str, Any]]:
     """``Scorecards.usage`` from the read models (``states``: the skill's day states; every
-    day with activations is among them once the activation read model is ready)."""
-    clean, raw, first = _split(states, since)
+    day with activations is among them once the activation read model is ready). The window's
+    first day comes from the rows, whole: one skill's day of activations is a short read, and
+    its hour rollups measured slower (an extra table in the query)."""
+    clean, raw, _ = _split(states, since, hours=False)
     params = {"project": project_id, "skill": skill, "since": micros(since), "all_days": False}
-    # the clean days and the first day's hours in one query (a part with no days left out)
-    sources = ([_USAGE_CLEAN] if clean else []) + ([_USAGE_HOURS] if first.hour < 24 else [])
     rows: list[dict[str, Any]] = []
-    if sources:
-        both = {**params, "clean": clean, **_hour_params(first)}
-        rows = store.query(" UNION ALL ".join(sources), both)
-    if first.hour < 24:
-        if any(int(row["markers"]) for row in rows):
-            rows = [row for row in rows if not int(row["markers"])]
-        else:  # a refresh's hours not all here yet (a lagging replica): the day from the rows
-            clean, raw, first = _split(states, since, hours=False)
-            rows = store.query(_USAGE_CLEAN, {**params, "clean": clean}) if clean else []
+    if clean:  # an empty IN set would still read every row
+        rows += store.query(_USAGE_CLEAN, {**params, "clean": clean})
     if raw:
-        rows += store.query(USAGE_ROWS, {**params, "days": raw, **first.cut})
-    summed: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in rows:  # the first day's hours and the rest of it from the rows: one row
-        key = (str(row["day"]), str(row["skill_version"]))
-        if key not in summed:
-            summed[key] = {"day": key[0], "skill_version": key[1]}
-            summed[key].update({name: row[name] for name in _USAGE_COLUMNS})
-        else:
-            for name in _USAGE_COLUMNS:
-                summed[key][name] += row[name]
-    return [summed[key] for key in sorted(summed)]
+        rows += store.query(USAGE_ROWS, {**params, "days": raw})
+    return sorted(rows, key=lambda r: (str(r["day"]), str(r["skill_version"])))

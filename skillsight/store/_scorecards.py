@@ -12,13 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._rollups import ScorecardRollups
-from skillsight.store._scorecard_reads import (
-    NO_CUT,
-    USAGE_ROWS,
-    rows_below,
-    scorecard_rows,
-    usage_rows,
-)
+from skillsight.store._scorecard_reads import USAGE_ROWS, rows_below, scorecard_rows, usage_rows
 from skillsight.store._skills_overview import skills_overview
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 from skillsight.store._sql import micros
@@ -224,7 +218,6 @@ class Scorecards:
             "since": micros(since),
             "all_days": True,
             "days": [],
-            **NO_CUT,
         }
         return self._store.query(USAGE_ROWS, params)
 
