@@ -12,7 +12,8 @@ from typing import Any
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
 from skillsight.store import Store
-from skillsight.store._rollups import DayState, FirstDay, first_day
+from skillsight.store._first_day import FirstDay, first_day
+from skillsight.store._rollups import DayState
 from skillsight.store._sql import micros
 from tests.test_scorecard_rollups import _equal
 from tests.test_skills_overview_rollups import _normal, _same

@@ -111,14 +111,11 @@ GROUP BY day, hour, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
 # What a refresh computes: per hour of some start days of a skill, its rows of every kind but
-# the marker (the day rows are their sums: ``_rollups.refresh``), in key order.
+# the marker (the day rows are their sums: ``_rollup_rows``).
 REFRESH_HOURS = f"""
-SELECT * FROM (
-    {_REFRESH_AGGREGATES}
-    UNION ALL
-    SELECT * FROM ({_ACTIVATION_HOURS})
-)
-ORDER BY day, hour, row_kind, skill_version, evaluator"""
+{_REFRESH_AGGREGATES}
+UNION ALL
+SELECT * FROM ({_ACTIVATION_HOURS})"""
 
 # A refresh row's columns as REFRESH_HOURS names them, in the order of the rollup tables'.
 REFRESH_COLUMNS = (

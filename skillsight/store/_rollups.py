@@ -11,7 +11,7 @@ newest refresh began after its newest mark (by more than :data:`CLOCK_MARGIN_US`
 cluster nodes); readers take clean days from ``scorecard_days`` and every other day from
 ``scorecard_rows``, so a read is exact whether or not the refresher has caught up. Each refresh
 writes the day's rows per hour into ``scorecard_hours`` first, under the same stamp; readers
-take a window's first (partial) day's whole hours from there (:func:`first_day`).
+take a window's first (partial) day's whole hours from there (``_first_day``).
 
 Rows written before the migration are copied by :meth:`ScorecardRollups.backfill` (the
 refresher's first pass does it); until then ``read_models`` has no ``scorecards`` row and readers
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -398,42 +398,6 @@ class ScorecardRollups:
             if not self.activations_ready():  # days with activations and no evaluation
                 self.mark_activation_days()
         return len(skills)
-
-
-HOUR_US = 3_600_000_000
-DAY_US = 24 * HOUR_US
-
-
-class FirstDay(NamedTuple):
-    """How a window's first (partial) day is read: ``day`` ('' for a window without a start),
-    from its hour ``hour`` on from ``scorecard_hours`` (24: none of it), and from the window's
-    start up to ``until_us`` from the copied rows (0: up to the end of the day; the window's
-    start: nothing)."""
-
-    day: str
-    hour: int
-    until_us: int
-
-    @property
-    def cut(self) -> dict[str, object]:
-        """The raw-row readers' parameters that end the first day's rows at ``until_us``."""
-        return {"cut_day": self.day or "1970-01-01", "until": self.until_us}
-
-
-def first_day(states: Iterable[DayState], since_us: int) -> FirstDay:
-    """Where a window starting at ``since_us`` reads its first day: its whole hours from the
-    hour rollups when every state of that day (of the skills in ``states``) is clean and was
-    refreshed with its hours, and the rest of the hour it starts in from the rows; else all of
-    it from the rows."""
-    if since_us <= 0:
-        return FirstDay("", 24, 0)
-    day = day_of(since_us)
-    on_day = [state for state in states if state.day == day]
-    if not on_day or not all(state.hourly for state in on_day):
-        return FirstDay(day, 24, 0)
-    day_start = since_us - since_us % DAY_US
-    hour = -(-(since_us - day_start) // HOUR_US)  # the first hour that starts inside the window
-    return FirstDay(day, hour, day_start + hour * HOUR_US)
 
 
 def day_of(micros: int) -> str:

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW, USAGE_SUMS
-from skillsight.store._rollups import DayState, FirstDay, first_day
+from skillsight.store._first_day import FirstDay, first_day
+from skillsight.store._rollups import DayState
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -122,14 +123,9 @@ def _split(
         if state.day <= first.day:  # before the window, or its first day (below)
             continue
         (clean if state.clean else raw).append(state.day)
-    if first.day and (first.until_us == 0 or first.until_us > since_us):
+    if first.reads_rows(since_us):
         raw.append(first.day)
     return clean, sorted(raw), first
-
-
-def _hour_params(first: FirstDay) -> dict[str, object]:
-    """The parameters of the first day's hour rows (``_FIRST_DAY_HOURS``) and of its cut."""
-    return {"first": first.day or "1970-01-01", "hour": min(first.hour, 23), **first.cut}
 
 
 class _Sums:
@@ -256,7 +252,7 @@ def scorecard_rows(
             "days": raw,
             **EVERY_ROW,
             "since": micros(since),
-            **_hour_params(first),
+            **first.params,
         }
         rows = store.query(_parts(bool(clean), bool(raw), read_hours), params)
         kept = [row for row in rows if int(row["kind"]) != 0]

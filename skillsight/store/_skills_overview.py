@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skillsight.store._rollups import DayState, FirstDay, first_day
+from skillsight.store._first_day import FirstDay, first_day
+from skillsight.store._rollups import DayState
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def _split(states: Sequence[DayState], since_us: int) -> tuple[list[str], list[s
     first = first_day(states, since_us)
     days = {state.day for state in states if state.day >= first.day}
     raw = {state.day for state in states if state.day >= first.day and not state.clean}
-    if first.day and (first.until_us == 0 or first.until_us > since_us):
+    if first.reads_rows(since_us):
         raw.add(first.day)
     return sorted(days - raw - {first.day}), sorted(raw), first
 
@@ -292,7 +293,7 @@ def skills_overview(
     if sources:
         parts = store.query(
             " UNION ALL ".join(sources),
-            {**params, "clean": clean, "first": first.day or "1970-01-01", "hour": first.hour},
+            {**params, "clean": clean, **first.params},
         )
     if first.hour < 24:
         expected = {state.skill_name for state in states if state.day == first.day}
