@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -154,16 +156,52 @@ def _rescored_days_are_marked_and_refreshed(store: Store) -> None:
     _compare(store, (popular, other))  # the marked days read from the copied rows
     before = {(s.skill_name, s.day): s.refreshed_us for s in rollups.day_states(PROJECT)}
     rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
-    assert rollups.refresh_dirty() == 3
+    with _statements(store) as statements:
+        assert rollups.refresh_dirty() == 3
+    # the two skills' three days together: the states, the clock, the hours, two inserts (not
+    # four statements a skill)
+    assert len(statements) == 5, statements
     after = rollups.day_states(PROJECT)
     assert all(state.clean for state in after)
     redone = {
         (s.skill_name, s.day) for s in after if s.refreshed_us != before[(s.skill_name, s.day)]
     }
     assert redone == dirty  # only the marked days were recomputed
+    newest = max(before.values())
+    for table in ("scorecard_days", "scorecard_hours"):
+        written = store.query(
+            f"SELECT DISTINCT skill_name, toString(day) AS day FROM {table} "
+            "WHERE project_id = {p:String} "
+            "AND refreshed_at > fromUnixTimestamp64Micro({t:Int64}, 'UTC')",
+            {"p": PROJECT, "t": newest},
+        )
+        assert {(r["skill_name"], r["day"]) for r in written} == dirty, table  # no other rows
     assert rollups.refresh_dirty() == 0
     rollups.clock_margin_us = CLOCK_MARGIN_US
     _compare(store, (popular, other))
+
+
+@contextmanager
+def _statements(store: Store) -> Iterator[list[str]]:
+    """The statements the store runs inside the block (their first words)."""
+    seen: list[str] = []
+    methods = ("query", "execute", "insert_select")
+    originals = {name: getattr(store, name) for name in methods}
+
+    def counted(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen.append(f"{name}: {' '.join(str(args[0]).split()[:6])}")
+            return originals[name](*args, **kwargs)
+
+        return call
+
+    for name in methods:
+        setattr(store, name, counted(name))
+    try:
+        yield seen
+    finally:
+        for name in methods:
+            delattr(store, name)
 
 
 def _second_rebuild(store: Store) -> None:

@@ -28,13 +28,19 @@ CURRENT_ROWS = """
       AND ({evaluator:String} = '' OR evaluator = {evaluator:String})"""
 
 
-def _day_aggregates(extra: str = "", rows: str = CURRENT_ROWS, *, hourly: bool = False) -> str:
-    """Per day (``hourly``: per hour of each day, an ``hour`` column after ``day``) the kind 1
-    and 2 rows."""
-    hour = ", toHour(started_at) AS hour" if hourly else ""
-    bucket = "day, hour" if hourly else "day"
+def _day_aggregates(
+    extra: str = "", rows: str = CURRENT_ROWS, *, per_skill_hour: bool = False
+) -> str:
+    """Per day (``per_skill_hour``: per skill and hour of each day, ``skill_name`` before and
+    ``hour`` after ``day``) the kind 1 and 2 rows."""
+    head = (
+        "skill_name, toDate(started_at) AS day, toHour(started_at) AS hour"
+        if per_skill_hour
+        else "toDate(started_at) AS day"
+    )
+    bucket = "skill_name, day, hour" if per_skill_hour else "day"
     return f"""
-SELECT toDate(started_at) AS day{hour}, if(grouping(evaluator) = 1, 1, 2) AS kind,
+SELECT {head}, if(grouping(evaluator) = 1, 1, 2) AS kind,
        skill_version, evaluator, if(kind = 1, uniqExact(activation_id), count()) AS activations,
        countIf(score IS NOT NULL) AS scored,
        countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
@@ -68,9 +74,24 @@ refreshed in format 3 stays clean; only its hours are missing: :data:`HOURLY_FOR
 HOURLY_FORMAT = 4
 """The oldest format whose refresh wrote the day's hour rows (``scorecard_hours``)."""
 
-# DAY_AGGREGATES' rows with, beside each kind 1 row, its kind 3 row (one pass over the rows).
+# A refresh's cells: (skill, start day) pairs of a project, each named by the skill's name and
+# the day's ISO text, which is always 10 characters long, so no two pairs share a name.
+CELL = "concat(skill_name, toString(toDate(started_at)))"
+
+# The current row of each (activation, evaluator) of some (skill, start day) cells, as
+# CURRENT_ROWS reads one skill's days: the skills and days filter the key before FINAL, the
+# cells pick the pairs among them.
+_CELL_ROWS = f"""
+    SELECT skill_name, activation_id, evaluator, evaluator_version, skill_version, score, passed,
+           label, started_at, evaluated_at
+    FROM scorecard_rows FINAL
+    WHERE project_id = {{project:String}} AND skill_name IN {{skills:Array(String)}}
+      AND toDate(started_at) IN {{days:Array(Date)}} AND {CELL} IN {{cells:Array(String)}}"""
+
+# The refresh's kind 1 and 2 rows with, beside each kind 1 row, its kind 3 row (one pass over
+# the rows).
 _FAILING = ", uniqExactIf(activation_id, failed) AS failing"
-_FAILED_ROWS = f"SELECT *, ifNull(passed = false, false) AS failed FROM ({CURRENT_ROWS})"
+_FAILED_ROWS = f"SELECT *, ifNull(passed = false, false) AS failed FROM ({_CELL_ROWS})"
 # The usage sums' columns, 0 on every row but kind 4's (the first SELECT of a UNION names its
 # columns).
 _USAGE_NAMES = (
@@ -80,14 +101,14 @@ _USAGE_NAMES = (
 
 
 _REFRESH_AGGREGATES = f"""
-SELECT toString(day) AS day, hour, kind_row.1 AS row_kind, skill_version, evaluator,
+SELECT skill_name, toString(day) AS day, hour, kind_row.1 AS row_kind, skill_version, evaluator,
        kind_row.2 AS row_activations, if(row_kind = 3, 0, scored) AS row_scored,
        if(row_kind = 3, 0, not_evaluated) AS row_not_evaluated,
        if(row_kind = 3, 0, passed) AS row_passed, if(row_kind = 3, 0, score_sum) AS row_score_sum,
        if(row_kind = 3, 0, score_min) AS row_score_min,
        toUnixTimestamp64Micro(first_started) AS first_us,
        toUnixTimestamp64Micro(last_started) AS last_us, {_USAGE_NAMES}
-FROM ({_day_aggregates(_FAILING, _FAILED_ROWS, hourly=True)})
+FROM ({_day_aggregates(_FAILING, _FAILED_ROWS, per_skill_hour=True)})
 ARRAY JOIN if(kind = 1, [(1, activations), (3, failing)], [(2, activations)]) AS kind_row"""
 
 
@@ -98,20 +119,22 @@ USAGE_SUMS = """sum(cost_usd) AS cost_usd,
        sum(duration_ms) AS duration_ms, sum(tool_call_count) AS tool_calls"""
 
 
-# Per hour and skill version: the production activations (their newest row each: FINAL, the
-# key holds the start, which a rebuild keeps), scored or not, and what they cost (kind 4).
+# Per skill, hour and skill version of some cells: the production activations (their newest row
+# each: FINAL, the key holds the start, which a rebuild keeps), scored or not, and what they
+# cost (kind 4).
 _ACTIVATION_HOURS = f"""
-SELECT toString(toDate(started_at)) AS day, toHour(started_at) AS hour, 4, skill_version, '',
-       count(), 0, 0, 0, 0, 0, toUnixTimestamp64Micro(min(started_at)),
+SELECT skill_name, toString(toDate(started_at)) AS day, toHour(started_at) AS hour, 4,
+       skill_version, '', count(), 0, 0, 0, 0, 0, toUnixTimestamp64Micro(min(started_at)),
        toUnixTimestamp64Micro(max(started_at)), {USAGE_SUMS}
 FROM activations FINAL
-WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
-  AND toDate(started_at) IN {{days:Array(Date)}} AND rerun_id = ''
-GROUP BY day, hour, skill_version
+WHERE project_id = {{project:String}} AND skill_name IN {{skills:Array(String)}}
+  AND toDate(started_at) IN {{days:Array(Date)}} AND {CELL} IN {{cells:Array(String)}}
+  AND rerun_id = ''
+GROUP BY skill_name, day, hour, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
-# What a refresh computes: per hour of some start days of a skill, its rows of every kind but
-# the marker (the day rows are their sums: ``_rollup_rows``).
+# What a refresh computes: per skill and hour of some (skill, start day) cells of a project,
+# their rows of every kind but the marker (the day rows are their sums: ``_rollup_rows``).
 REFRESH_HOURS = f"""
 {_REFRESH_AGGREGATES}
 UNION ALL
@@ -119,6 +142,7 @@ SELECT * FROM ({_ACTIVATION_HOURS})"""
 
 # A refresh row's columns as REFRESH_HOURS names them, in the order of the rollup tables'.
 REFRESH_COLUMNS = (
+    "skill_name",
     "day",
     "hour",
     "row_kind",

@@ -1,6 +1,6 @@
 """A refresh's rows as it writes them: the hour rows ClickHouse computed (``REFRESH_HOURS``), the
 day rows summed from them in Python (one read of the source rows for both), a marker row per
-day, inserted into ``scorecard_hours`` and then ``scorecard_days`` under one stamp."""
+(skill, day), inserted into ``scorecard_hours`` and then ``scorecard_days`` under one stamp."""
 
 from __future__ import annotations
 
@@ -25,16 +25,16 @@ _STR = pa.string()
 def write_refresh(
     store: Store,
     project_id: str,
-    skill: str,
     stamp: int,
-    days: Sequence[str],
+    cells: Sequence[tuple[str, str]],
     hours: list[dict[str, Any]],
 ) -> None:
-    """Insert a refresh of ``days`` of a skill: its hour rows, then the day rows they sum to,
-    each table with a marker row per day, all stamped ``stamp`` (a reader that sees the day's
-    refresh finds its hours)."""
+    """Insert a refresh of some (skill, day) ``cells`` of a project: their hour rows, then the
+    day rows they sum to, each table with a marker row per cell, all stamped ``stamp`` (a
+    reader that sees a day's refresh finds its hours)."""
+    markers = [_marker(skill, day) for skill, day in cells]
     for table, rows in (("scorecard_hours", hours), ("scorecard_days", _days_of(hours))):
-        batch = _batch(project_id, skill, stamp, rows + [_marker(day) for day in days])
+        batch = _batch(project_id, stamp, rows + markers)
         targets = [t for t in _TARGETS if table == "scorecard_hours" or t[0] != "hour"]
         columns = [column for column, _ in targets]
         select = ", ".join(expression for _, expression in targets)
@@ -42,14 +42,15 @@ def write_refresh(
 
 
 def _days_of(hours: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A refresh's day rows, from its hour rows (``REFRESH_HOURS``): per (day,
+    """A refresh's day rows, from its hour rows (``REFRESH_HOURS``): per (skill, day,
     kind, version, evaluator) the sums of its hours, the least minimum of the hours that
     scored, the first and last start. Exact: an activation starts in one hour, so its distinct
     counts add up; the float sums are added in hour order (a day's sum from the rows would add
     them in another: the last bits of a mean)."""
-    days: dict[tuple[str, int, str, str], dict[str, Any]] = {}
+    days: dict[tuple[str, str, int, str, str], dict[str, Any]] = {}
     for row in hours:
         key = (
+            str(row["skill_name"]),
             str(row["day"]),
             int(row["row_kind"]),
             str(row["skill_version"]),
@@ -81,10 +82,11 @@ def _days_of(hours: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _marker(day: str) -> dict[str, Any]:
-    """The marker row of a day's refresh (kind 0), carrying the format it wrote."""
+def _marker(skill: str, day: str) -> dict[str, Any]:
+    """The marker row of a skill's day's refresh (kind 0), carrying the format it wrote."""
     return {
         **dict.fromkeys(REFRESH_COLUMNS, 0),
+        "skill_name": skill,
         "day": day,
         "skill_version": "",
         "evaluator": "",
@@ -92,7 +94,7 @@ def _marker(day: str) -> dict[str, Any]:
     }
 
 
-_TEXTS = frozenset({"day", "skill_version", "evaluator"})
+_TEXTS = frozenset({"skill_name", "day", "skill_version", "evaluator"})
 _INTS = frozenset(ROLLUP_SUMS) | {"hour", "row_kind", "first_us", "last_us"}
 
 
@@ -103,8 +105,7 @@ def _type(name: str) -> pa.DataType:
 _TYPES = {name: _type(name) for name in REFRESH_COLUMNS}
 _CLICKHOUSE_TYPES = {"string": "String", "int64": "Int64", "double": "Float64"}
 _BATCH = pa.schema(
-    [("project_id", _STR), ("skill_name", _STR), ("stamp", pa.int64())]
-    + [(name, kind) for name, kind in _TYPES.items()]
+    [("project_id", _STR), ("stamp", pa.int64())] + [(name, kind) for name, kind in _TYPES.items()]
 )
 _TARGETS = (
     ("project_id", "project_id"),
@@ -132,10 +133,9 @@ _TARGETS = (
 _STRUCTURE = ", ".join(f"{field.name} {_CLICKHOUSE_TYPES[str(field.type)]}" for field in _BATCH)
 
 
-def _batch(project_id: str, skill: str, stamp: int, rows: list[dict[str, Any]]) -> pa.Table:
+def _batch(project_id: str, stamp: int, rows: list[dict[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {
         "project_id": [project_id] * len(rows),
-        "skill_name": [skill] * len(rows),
         "stamp": [stamp] * len(rows),
     }
     for name, kind in _TYPES.items():

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
-from skillsight.store._day_aggregates import CLEAN_FORMAT, EVERY_ROW, HOURLY_FORMAT, REFRESH_HOURS
+from skillsight.store._day_aggregates import CLEAN_FORMAT, HOURLY_FORMAT, REFRESH_HOURS
 from skillsight.store._rollup_rows import write_refresh
 
 if TYPE_CHECKING:
@@ -45,7 +45,10 @@ READ_MODEL = "scorecards"
 CLOCK_MARGIN_US = 2_000_000
 """A mark this close to a refresh's stamp (clocks of two cluster nodes may differ by that much)
 counts as after it: the day is refreshed again."""
-_REFRESH_DAYS_PER_STATEMENT = 31
+_REFRESH_CELLS_PER_STATEMENT = 128
+"""(skill, day) cells refreshed by one statement: a pass over today's writes refreshes the day of
+every skill written to in a few statements, not four a skill (at 10M activations over 90 days,
+the newest day of 50 skills in 3.2-3.6 CPU-s that way)."""
 
 _STR = pa.string()
 _COPY = pa.schema(
@@ -353,30 +356,42 @@ class ScorecardRollups:
         return states
 
     def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:
-        """Recompute these start days of a skill from ``scorecard_rows`` and ``activations``,
-        their hours first, then the days, all stamped with a moment taken before reading (the
-        store's clock)."""
-        for start in range(0, len(days), _REFRESH_DAYS_PER_STATEMENT):
-            chunk = list(days[start : start + _REFRESH_DAYS_PER_STATEMENT])
+        """Recompute these start days of a skill (:meth:`refresh_cells`)."""
+        self.refresh_cells(project_id, [(skill, day) for day in days])
+
+    def refresh_cells(self, project_id: str, cells: Sequence[tuple[str, str]]) -> None:
+        """Recompute these (skill, start day) cells of a project from ``scorecard_rows`` and
+        ``activations``, their hours first, then the days, all stamped with a moment taken
+        before reading (the store's clock); a statement per
+        :data:`_REFRESH_CELLS_PER_STATEMENT` cells, whatever the number of skills."""
+        cells = sorted(set(cells))
+        for start in range(0, len(cells), _REFRESH_CELLS_PER_STATEMENT):
+            chunk = cells[start : start + _REFRESH_CELLS_PER_STATEMENT]
             stamp = int(self._store.query(_NOW)[0]["now_us"])
-            params = {"project": project_id, "skill": skill, "days": chunk, **EVERY_ROW}
+            params = {
+                "project": project_id,
+                "skills": sorted({skill for skill, _ in chunk}),
+                "days": sorted({day for _, day in chunk}),
+                "cells": [skill + day for skill, day in chunk],
+            }
             hours = self._store.query(REFRESH_HOURS, params)
-            write_refresh(self._store, project_id, skill, stamp, chunk, hours)
+            write_refresh(self._store, project_id, stamp, chunk, hours)
 
     def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
         """Refresh every day marked since its last refresh, and every clean day refreshed
         before the hour rollups (its day rows stay readable meanwhile), of the skills in this
-        shard (by a hash of project and skill); return the days refreshed."""
+        shard (by a hash of project and skill), a project's cells together; return the days
+        refreshed."""
         index, count = shard
-        dirty: dict[tuple[str, str], list[str]] = {}
+        dirty: dict[str, list[tuple[str, str]]] = {}
         for state in self.day_states():
             if state.hourly:
                 continue
             if _shard_of(state.project_id, state.skill_name, count) == index:
-                dirty.setdefault((state.project_id, state.skill_name), []).append(state.day)
-        for (project_id, skill), days in sorted(dirty.items()):
-            self.refresh(project_id, skill, days)
-        return sum(len(days) for days in dirty.values())
+                dirty.setdefault(state.project_id, []).append((state.skill_name, state.day))
+        for project_id, cells in sorted(dirty.items()):
+            self.refresh_cells(project_id, cells)
+        return sum(len(cells) for cells in dirty.values())
 
     # -- rows written before the read models existed -----------------------------------------
 
