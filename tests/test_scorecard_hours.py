@@ -12,9 +12,9 @@ from typing import Any
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
 from skillsight.store import Store
-from skillsight.store._first_day import FirstDay, first_day
 from skillsight.store._rollups import DayState
 from skillsight.store._sql import micros
+from skillsight.store._window_plan import WindowPlan, window_plan
 from tests.test_scorecard_rollups import _equal
 from tests.test_skills_overview_rollups import _normal, _same
 
@@ -26,28 +26,52 @@ CUT = SINCE.replace(minute=0, second=0) + timedelta(hours=1)
 HOUR_US = 3_600_000_000
 
 
-def _state(day: str, *, clean: bool = True, hourly: bool = True) -> DayState:
-    return DayState(PROJECT, "s", day, 0, 1, clean, clean and hourly)
+def _state(
+    day: str, *, clean: bool = True, hourly: bool = True, dirty: frozenset[int] = frozenset()
+) -> DayState:
+    return DayState(PROJECT, "s", day, 0, 1, clean and not dirty, hourly, dirty)
 
 
-def test_a_windows_first_day_is_read_by_whole_hours_when_every_state_of_it_has_them() -> None:
-    day = "2026-11-13"
+def test_a_windows_days_are_planned_by_day_by_hour_or_from_the_rows() -> None:
+    day, next_day = "2026-11-13", "2026-11-14"
     start = micros(datetime(2026, 11, 13, tzinfo=UTC))
-    states = [_state(day), _state("2026-11-14")]
-    assert first_day(states, 0) == FirstDay("", 24, 0)  # all time: no first day
-    # inside hour 15: hours 16 on from the rollups, the rows up to 16:00
+    base, next_base = start // HOUR_US, start // HOUR_US + 24
+    states = [_state(day), _state(next_day)]
+    # all time: every clean day whole
+    assert window_plan(states, 0) == WindowPlan([day, next_day], [], [], [], [])
+    # inside hour 15: hours 16 on from the rollups, hour 15 from the rows
     since = start + 15 * HOUR_US + 1_812_000_000
-    assert first_day(states, since) == FirstDay(day, 16, start + 16 * HOUR_US)
-    # on an hour: that hour on from the rollups, no row (the cut is the window's start)
-    assert first_day(states, start + 15 * HOUR_US) == FirstDay(day, 15, start + 15 * HOUR_US)
-    assert first_day(states, start) == FirstDay(day, 0, start)
-    # inside the last hour: no whole hour left, the rows up to midnight
-    assert first_day(states, start + 23 * HOUR_US + 1) == FirstDay(day, 24, start + 24 * HOUR_US)
-    # any state of the day without its hours (dirty, or refreshed before format 4): the rows
-    for other in (_state(day, clean=False), _state(day, hourly=False)):
-        assert first_day([*states, other], since) == FirstDay(day, 24, 0)
-    assert first_day([_state("2026-11-14")], since) == FirstDay(day, 24, 0)  # nothing that day
-    assert FirstDay(day, 24, 0).cut == {"cut_day": day, "until": 0}
+    first = [base + hour for hour in range(16, 24)]
+    assert window_plan(states, since) == WindowPlan([next_day], [], [day], first, [base + 15])
+    # on an hour: that hour on from the rollups, no row
+    on_hour = window_plan(states, start + 15 * HOUR_US)
+    assert on_hour == WindowPlan([next_day], [], [day], [base + 15, *first], [])
+    assert window_plan(states, start) == window_plan(states, 0)  # at midnight: a whole day
+    # inside the last hour: no whole hour left, that hour from the rows
+    assert window_plan(states, start + 23 * HOUR_US + 1) == WindowPlan(
+        [next_day], [], [], [], [base + 23]
+    )
+    # hours marked since the refresh (of any skill): those from the rows, the rest by the hour
+    marked = _state(next_day, dirty=frozenset({3, 4}))
+    plan = window_plan([_state(day), _state(next_day), marked], since)
+    assert plan.clean == [] and plan.raw == [] and plan.hour_days == [day, next_day]
+    assert plan.hours == first + [next_base + h for h in range(24) if h not in (3, 4)]
+    assert plan.raw_hours == [base + 15, next_base + 3, next_base + 4]
+    every_hour = _state(next_day, dirty=frozenset(range(24)))
+    assert window_plan([every_hour], 0) == WindowPlan(
+        [], [], [], [], [next_base + h for h in range(24)]
+    )
+    # any state of a day without readable hours (a whole-day mark, or refreshed before format
+    # 4): that day whole from the rows, from the window's start
+    for other in (_state(day, clean=False, hourly=False), _state(day, hourly=False)):
+        assert window_plan([*states, other], since) == WindowPlan([next_day], [day], [], [], [])
+    assert window_plan([_state(day, clean=False, hourly=False)], 0).raw == [day]
+    # without hours (the gate, the usage charts): the first day and the marked days whole
+    assert window_plan([*states, marked], since, hours=False) == WindowPlan(
+        [], [day, next_day], [], [], []
+    )
+    assert window_plan([_state(next_day)], since) == WindowPlan([next_day], [], [], [], [])
+    assert window_plan([_state("2026-11-12")], since) == WindowPlan([], [], [], [], [])
 
 
 def _reads(store: Store, since: datetime = SINCE, *, read_models: bool = True) -> dict[str, Any]:
@@ -199,7 +223,7 @@ def test_a_day_refreshed_before_the_hour_rollups_stays_clean_and_gets_its_hours(
     )
     older = {s.skill_name: s for s in rollups.day_states(PROJECT) if s.day == day}
     assert older and all(s.clean and not s.hourly for s in older.values())
-    assert first_day(list(older.values()), micros(SINCE)) == FirstDay(day, 24, 0)
+    assert window_plan(list(older.values()), micros(SINCE)).raw == [day]
     for since in (SINCE, SINCE - timedelta(days=3)):  # the day first, then inside the window
         _same_as_raw(store, since)
     assert rollups.refresh_dirty() == len(older)
@@ -210,3 +234,127 @@ def test_a_day_refreshed_before_the_hour_rollups_stays_clean_and_gets_its_hours(
 
 def _same_as_raw(store: Store, since: datetime) -> None:
     _same_reads(_reads(store, since, read_models=False), _reads(store, since))
+
+
+def _rescore_hour(store: Store, skill: str, day: str, hour: int) -> int:
+    """Every evaluation of a skill's activations started in one hour of a day scored 0, through
+    the store's write path (which marks that hour)."""
+    found = store.query(
+        "SELECT activation_id, evaluator, skill_version FROM scorecard_rows FINAL "
+        "WHERE project_id = {p:String} AND skill_name = {s:String}"
+        " AND toDate(started_at) = {d:Date} AND toHour(started_at) = {h:UInt8}",
+        {"p": PROJECT, "s": skill, "d": day, "h": hour},
+    )
+    stamp = int(datetime.now(UTC).timestamp() * 1e6)
+    rows = [
+        {
+            "activation_id": r["activation_id"],
+            "evaluator": r["evaluator"],
+            "evaluator_version": "9",
+            "skill_name": skill,
+            "skill_version": r["skill_version"],
+            "score": 0.0,
+            "passed": False,
+            "label": "rescored",
+            "reason": "rescored to 0",
+            "evidence_step_ids": [1],
+            "evidence_tool_call_ids": [],
+            "findings": "[]",
+            "evaluated_at_us": stamp,
+        }
+        for r in found
+    ]
+    return store.evaluations.write(PROJECT, rows)
+
+
+def test_hours_marked_since_a_refresh_are_read_from_the_rows_the_others_by_the_hour(
+    store: Store,
+) -> None:
+    """A day written to since its refresh (today, under live traffic) is read from the hour
+    rollups but for the hours marked since, which are read from the rows; a mark naming the
+    whole day sends all of it to the rows; the refresher cleans both."""
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    rollups.clock_margin_us = 0  # one clock here: a mark after a refresh is after it
+    skill, day = SKILLS[0], (END - timedelta(days=2)).date().isoformat()
+    busy = [
+        int(r["h"])
+        for r in store.query(
+            "SELECT toHour(started_at) AS h FROM scorecard_rows WHERE project_id = {p:String}"
+            " AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
+            " GROUP BY h ORDER BY count() DESC, h LIMIT 2",
+            {"p": PROJECT, "s": skill, "d": day},
+        )
+    ]
+    assert len(busy) == 2
+    marked, other = busy
+    windows = (SINCE, SINCE - timedelta(days=3))
+    clean = _reads(store)
+
+    assert _rescore_hour(store, skill, day, marked) > 0
+    state = next(s for s in rollups.day_states(PROJECT, skill) if s.day == day)
+    assert not state.clean and state.hourly and state.dirty_hours == {marked}
+    assert _changed(clean, _reads(store)) >= {"overview", f"card {skill}"}
+    for since in windows:
+        _same_as_raw(store, since)
+
+    # the other hours' rows changed behind the read models' back (no mark): the skills list
+    # and the scorecard do not see it, so they read those hours from the hour rollups
+    before = {since: _reads(store, since) for since in windows}
+    params = {"p": PROJECT, "s": skill, "d": day, "h": other}
+    in_hour = (
+        " WHERE project_id = {p:String} AND skill_name = {s:String}"
+        " AND toDate(started_at) = {d:Date} AND toHour(started_at) = {h:UInt8}"
+    )
+    store.execute(
+        "INSERT INTO scorecard_rows SELECT * REPLACE (0.0 AS score, false AS passed,"
+        " evaluated_at + toIntervalHour(1) AS evaluated_at) FROM scorecard_rows FINAL" + in_hour,
+        params,
+    )
+    store.execute(
+        "INSERT INTO evaluations SELECT * REPLACE (0.0 AS score, false AS passed,"
+        " evaluated_at + toIntervalHour(1) AS evaluated_at) FROM evaluations"
+        " WHERE project_id = {p:String} AND activation_id IN"
+        " (SELECT activation_id FROM scorecard_rows" + in_hour + ")",
+        params,
+    )
+    store.execute(  # and activations nobody scored yet
+        "INSERT INTO activations SELECT * REPLACE (concat(activation_id, '-late') AS"
+        " activation_id) FROM activations FINAL" + in_hour,
+        params,
+    )
+    for since in windows:
+        _same_reads(before[since], _reads(store, since), but=("gate", "usage"))
+
+    # a mark naming the whole day: all of it from the rows, which say what changed
+    rollups.mark(PROJECT, skill, [day])
+    state = next(s for s in rollups.day_states(PROJECT, skill) if s.day == day)
+    assert not state.clean and not state.hourly
+    for since in windows:
+        whole = _reads(store, since)
+        assert "overview" in _changed(before[since], whole)
+        _same_reads(_reads(store, since, read_models=False), whole)
+
+    assert rollups.refresh_dirty() == 1
+    assert all(s.clean and s.hourly for s in rollups.day_states(PROJECT))
+    for since in windows:
+        _same_as_raw(store, since)
+
+    # a newer refresh of the day whose hours are not here yet (a lagging replica), then a mark
+    # of one hour: the day's hours are not read (its marker is missing), the rows are
+    store.execute(
+        "INSERT INTO scorecard_days SELECT * REPLACE (refreshed_at + toIntervalMillisecond(1) AS"
+        " refreshed_at) FROM scorecard_days WHERE project_id = {p:String} AND skill_name ="
+        " {s:String} AND day = {d:Date} ORDER BY refreshed_at DESC"
+        " LIMIT 1 BY kind, skill_version, evaluator",
+        params,
+    )
+    assert _rescore_hour(store, skill, day, marked) > 0
+    state = next(s for s in rollups.day_states(PROJECT, skill) if s.day == day)
+    assert not state.clean and state.hourly and state.dirty_hours == {marked}
+    for since in windows:
+        _same_as_raw(store, since)

@@ -70,6 +70,7 @@ SHARDING_KEYS: dict[str, str] = {
     # skill's marks and day rows on one shard, so one refresh of a day lands whole
     "scorecard_rows": "cityHash64(project_id, activation_id)",
     "scorecard_marks": "cityHash64(project_id, skill_name)",
+    "scorecard_hour_marks": "cityHash64(project_id, skill_name)",
     "scorecard_days": "cityHash64(project_id, skill_name)",
     "scorecard_hours": "cityHash64(project_id, skill_name)",
     "read_models": "cityHash64(project_id, name)",

@@ -10,22 +10,24 @@ from raw rows for the days that are not clean.
 from __future__ import annotations
 
 # CURRENT_ROWS' parameters that keep every row of the days named.
-EVERY_ROW = {"since": 0, "evaluator": "", "until": 0, "cut_day": "1970-01-01"}
+EVERY_ROW = {"since": 0, "evaluator": "", "raw_hours": []}
+
+# The copied rows of some start days and hours (counted from the epoch: ``WindowPlan``).
+DAYS_AND_HOURS = """(toDate(started_at) IN {days:Array(Date)}
+           OR intDiv(toUnixTimestamp64Micro(started_at), 3600000000) IN {raw_hours:Array(Int64)})"""
 
 # The current row of each (activation, evaluator) of some start days of a skill. The table's
 # key is (skill, start, activation, evaluator) and its version evaluated_at, so FINAL keeps the
 # newest row of each (an activation has one start): 5x cheaper than sorting the rows for
 # LIMIT 1 BY. Only key columns are filtered before FINAL merges the rows.
-CURRENT_ROWS = """
+CURRENT_ROWS = f"""
     SELECT activation_id, evaluator, evaluator_version, skill_version, score, passed, label,
            started_at, evaluated_at
     FROM scorecard_rows FINAL
-    WHERE project_id = {project:String} AND skill_name = {skill:String}
-      AND toDate(started_at) IN {days:Array(Date)}
-      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-      AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
-           OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
-      AND ({evaluator:String} = '' OR evaluator = {evaluator:String})"""
+    WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}
+      AND {DAYS_AND_HOURS}
+      AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+      AND ({{evaluator:String}} = '' OR evaluator = {{evaluator:String}})"""
 
 
 def _day_aggregates(

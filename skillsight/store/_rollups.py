@@ -1,17 +1,20 @@
 """Keeping the scorecard read models of migration 0012 exact.
 
 Every evaluation row written through :meth:`Evaluations.write` is copied, narrow and with its
-activation's start, into ``scorecard_rows``, and the (skill, start day) it belongs to is marked
-in ``scorecard_marks`` afterwards; so is the start day of every production activation a
-rebuild writes (:meth:`Rebuilds.write`). A refresh recomputes whole days of ``scorecard_days``
-from ``scorecard_rows`` (the current row of each (activation, evaluator): the newest, whatever
-evaluator version wrote it) and from ``activations`` (each day's activations, scored or not)
-and stamps them with the time it began. A day is *clean* when its
-newest refresh began after its newest mark (by more than :data:`CLOCK_MARGIN_US`, for clocks of
-cluster nodes); readers take clean days from ``scorecard_days`` and every other day from
-``scorecard_rows``, so a read is exact whether or not the refresher has caught up. Each refresh
-writes the day's rows per hour into ``scorecard_hours`` first, under the same stamp; readers
-take a window's first (partial) day's whole hours from there (``_first_day``).
+activation's start, into ``scorecard_rows``, and the (skill, start day, hour) it belongs to is
+marked in ``scorecard_hour_marks`` afterwards; so is the start hour of every production
+activation a rebuild writes (:meth:`Rebuilds.write`). Marks naming a whole day (an explicit
+:meth:`ScorecardRollups.mark`, days never refreshed, older writers) go to ``scorecard_marks``.
+A refresh recomputes whole days of ``scorecard_days`` from ``scorecard_rows`` (the current row
+of each (activation, evaluator): the newest, whatever evaluator version wrote it) and from
+``activations`` (each day's activations, scored or not) and stamps them with the time it began.
+A day is *clean* when its newest refresh began after its newest mark (by more than
+:data:`CLOCK_MARGIN_US`, for clocks of cluster nodes); readers take clean days from
+``scorecard_days`` and the rest from ``scorecard_rows``, so a read is exact whether or not the
+refresher has caught up. Each refresh writes the day's rows per hour into ``scorecard_hours``
+first, under the same stamp; readers take from there the hours of a day not marked since its
+newest refresh (when no mark since names the whole day), and the whole hours of a window's
+first (partial) day (``_window_plan``).
 
 Rows written before the migration are copied by :meth:`ScorecardRollups.backfill` (the
 refresher's first pass does it); until then ``read_models`` has no ``scorecards`` row and readers
@@ -93,8 +96,9 @@ _COPY_SELECT = (
     "evaluator, evaluator_version, skill_version, score, passed, label, "
     "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"
 )
-_MARK_COLUMNS = ["project_id", "skill_name", "day", "marked_at"]
-_MARK_SELECT = f"project_id, skill_name, toDate({_STARTED}), now64(6)"
+# A mark per row (the table keeps one per hour), the hour of the activation's start.
+_MARK_COLUMNS = ["project_id", "skill_name", "day", "hour", "marked_at"]
+_MARK_SELECT = f"project_id, skill_name, toDate({_STARTED}), toHour({_STARTED}), now64(6)"
 _COPY_STRUCTURE = (
     "project_id String, skill_name String, started_us Int64, started_text String, "
     "activation_id String, "
@@ -117,20 +121,31 @@ SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)
 
 _NOW = "SELECT toUnixTimestamp64Micro(now64(6)) AS now_us"
 
-# Per (project, skill, day): the newest mark, the newest refresh and its format.
+# Per (project, skill, day): the newest mark, the newest mark naming the whole day (hour 24:
+# scorecard_marks'), the newest mark of each hour, the newest refresh and its format.
 _DAY_STATES = """
 SELECT project_id, skill_name, toString(day) AS day,
        toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
+       toUnixTimestamp64Micro(maxIf(marked_at, hour = 24)) AS day_marked_us,
+       groupArrayIf((hour, toUnixTimestamp64Micro(marked_at)), hour < 24) AS hour_marks,
        toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us,
        argMax(format, refreshed_at) AS format
 FROM (
-    SELECT project_id, skill_name, day, marked_at, toDateTime64(0, 6, 'UTC') AS refreshed_at,
-           toUInt64(0) AS format
+    SELECT project_id, skill_name, day, toUInt8(24) AS hour, marked_at,
+           toDateTime64(0, 6, 'UTC') AS refreshed_at, toUInt64(0) AS format
     FROM scorecard_marks
     WHERE ({project:String} = '' OR project_id = {project:String})
       AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
     UNION ALL
-    SELECT project_id, skill_name, day, toDateTime64(0, 6, 'UTC'), refreshed_at, activations
+    SELECT project_id, skill_name, day, hour, max(marked_at), toDateTime64(0, 6, 'UTC'),
+           toUInt64(0)
+    FROM scorecard_hour_marks
+    WHERE ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+    GROUP BY project_id, skill_name, day, hour
+    UNION ALL
+    SELECT project_id, skill_name, day, toUInt8(24), toDateTime64(0, 6, 'UTC'), refreshed_at,
+           activations
     FROM scorecard_days
     WHERE kind = 0
       AND ({project:String} = '' OR project_id = {project:String})
@@ -144,10 +159,10 @@ ACTIVATIONS_READ_MODEL = "activation_days"
 ``read_models`` once the days written before the rebuild write path marked them are marked):
 readers may then count activations from the kind 4 rows of clean days."""
 
-# The (skill, start day) of every activation row written, from a rebuild's batch.
+# The (skill, start day, hour) of every activation row written, from a rebuild's batch.
+_ACTIVATION_START = "parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')"
 _ACTIVATION_MARK_SELECT = (
-    "project_id, skill_name, toDate(parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')), "
-    "now64(6)"
+    f"project_id, skill_name, toDate({_ACTIVATION_START}), toHour({_ACTIVATION_START}), now64(6)"
 )
 _ACTIVATION_MARK_STRUCTURE = "project_id String, skill_name String, started_at String"
 # Every (project, skill, start day) of the activations table never refreshed (a day refreshed
@@ -199,8 +214,10 @@ ORDER BY day"""
 class DayState(NamedTuple):
     """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), whether it
     is clean (its newest refresh began after its newest mark and wrote at least
-    :data:`CLEAN_FORMAT`, so ``scorecard_days`` holds it), and whether, clean, its hours are
-    in ``scorecard_hours`` under the same stamp (that refresh wrote :data:`HOURLY_FORMAT`)."""
+    :data:`CLEAN_FORMAT`, so ``scorecard_days`` holds it), and whether its hours are readable
+    from ``scorecard_hours`` under that refresh's stamp (``hourly``: the refresh wrote
+    :data:`HOURLY_FORMAT`, and every mark since names its hour) but for ``dirty_hours``, the
+    hours marked since (none when clean)."""
 
     project_id: str
     skill_name: str
@@ -209,6 +226,7 @@ class DayState(NamedTuple):
     refreshed_us: int
     clean: bool
     hourly: bool = False
+    dirty_hours: frozenset[int] = frozenset()
 
 
 class ScorecardRollups:
@@ -272,7 +290,7 @@ class ScorecardRollups:
             return
         narrow = production.select(["project_id", "skill_name", "started_at"])
         self._store.insert_select(
-            "scorecard_marks",
+            "scorecard_hour_marks",
             _MARK_COLUMNS,
             _ACTIVATION_MARK_SELECT,
             narrow,
@@ -312,14 +330,15 @@ class ScorecardRollups:
         self._store.insert_select(
             "scorecard_rows", _COPY_COLUMNS, _COPY_SELECT, copy, _COPY_STRUCTURE
         )
-        # after the rows, from the same batch: a mark per row (the table keeps one per day)
+        # after the rows, from the same batch: a mark per row (the table keeps one per hour)
         self._store.insert_select(
-            "scorecard_marks", _MARK_COLUMNS, _MARK_SELECT, copy, _COPY_STRUCTURE
+            "scorecard_hour_marks", _MARK_COLUMNS, _MARK_SELECT, copy, _COPY_STRUCTURE
         )
         return len(keep)
 
     def mark(self, project_id: str, skill: str, days: Sequence[str]) -> None:
-        """Record that these start days of a skill changed (written after their rows)."""
+        """Record that these start days of a skill changed, every hour of them (written after
+        their rows)."""
         if days:
             self._store.execute(
                 _MARK_DAYS, {"project": project_id, "skill": skill, "days": list(days)}
@@ -334,13 +353,20 @@ class ScorecardRollups:
         ``since_us``, from the day of that moment on (a window's days)."""
         states = []
         params = {"project": project_id, "skill": skill, "from": day_of(max(since_us, 0))}
+        margin = self.clock_margin_us
         for r in self._store.query(_DAY_STATES, params):
             marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
             written = int(r["format"])
-            clean = (
+            clean = refreshed > 0 and refreshed >= marked + margin and written >= CLEAN_FORMAT
+            hourly = (
                 refreshed > 0
-                and refreshed >= marked + self.clock_margin_us
-                and written >= CLEAN_FORMAT
+                and written >= HOURLY_FORMAT
+                and refreshed >= int(r["day_marked_us"]) + margin
+            )
+            dirty = (
+                frozenset(int(h) for h, us in r["hour_marks"] if int(us) + margin > refreshed)
+                if hourly
+                else frozenset()
             )
             states.append(
                 DayState(
@@ -350,7 +376,8 @@ class ScorecardRollups:
                     marked,
                     refreshed,
                     clean,
-                    clean and written >= HOURLY_FORMAT,
+                    hourly,
+                    dirty,
                 )
             )
         return states
@@ -385,7 +412,7 @@ class ScorecardRollups:
         index, count = shard
         dirty: dict[str, list[tuple[str, str]]] = {}
         for state in self.day_states():
-            if state.hourly:
+            if state.clean and state.hourly:
                 continue
             if _shard_of(state.project_id, state.skill_name, count) == index:
                 dirty.setdefault(state.project_id, []).append((state.skill_name, state.day))

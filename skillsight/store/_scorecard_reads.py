@@ -1,13 +1,13 @@
 """Scorecards and the gate's rows read from the read models of migration 0012.
 
-A window's days split in two: *clean* days after the window's first (their newest refresh began
-after their newest mark) come from ``scorecard_days``, a few rows each; the window's first day
-(partial: the window starts inside it) and every day marked since its last refresh are
-aggregated from ``scorecard_rows``, where a day of a skill is one contiguous range (a
-scorecard takes the first day's whole hours from ``scorecard_hours`` when its newest refresh
-wrote them; the gate and the usage charts read it whole). The parts are
-summed here into the same rows as the raw scorecard query (``_scorecards.SCORECARD``); a test
-compares the two.
+A window's days are read as :func:`~skillsight.store._window_plan.window_plan` says: *clean*
+days (their newest refresh began after their newest mark) from ``scorecard_days``, a few rows
+each; a day marked since, its hours not marked since from ``scorecard_hours`` and the others
+from ``scorecard_rows``, where a day of a skill is one contiguous range; the window's first day
+(partial: the window starts inside it) likewise, the hour it starts in from the rows. The gate
+and the usage charts read every day that is not clean whole from the rows. The parts are summed
+here into the same rows as the raw scorecard query (``_scorecards.SCORECARD``); a test compares
+the two.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW, USAGE_SUMS
-from skillsight.store._first_day import FirstDay, first_day
 from skillsight.store._rollups import DayState
 from skillsight.store._sql import micros
+from skillsight.store._window_plan import WindowPlan, window_plan
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -43,28 +43,30 @@ _NEWEST_REFRESH = f"""
     LIMIT 1 BY day, kind, skill_version, evaluator"""
 
 
-# The window's first day's hours from its first whole hour on, of the day's newest refresh, and
-# that refresh's marker row in the hour rollups (kind 0: the hours are all there).
-_FIRST_DAY_HOURS = """day = {first:Date} AND (hour >= {hour:UInt8} OR kind = 0)
-      AND refreshed_at = (
-        SELECT max(refreshed_at) FROM scorecard_days
+# Some hours of some days (``WindowPlan.hours``), of each day's newest refresh, and that
+# refresh's marker row in the hour rollups (kind 0: the hours are all there).
+_DAY_HOURS = """day IN {hour_days:Array(Date)}
+      AND (toUInt32(day) * 24 + hour IN {hours:Array(UInt32)} OR kind = 0)
+      AND (day, refreshed_at) IN (
+        SELECT day, max(refreshed_at) FROM scorecard_days
         WHERE project_id = {project:String} AND skill_name = {skill:String} AND kind = 0
-          AND day = {first:Date})"""
+          AND day IN {hour_days:Array(Date)}
+        GROUP BY day)"""
 
 _NEWEST_HOURS = f"""
     SELECT day, kind, skill_version, evaluator, activations, scored, not_evaluated, passed,
            score_sum, score_min, first_started, last_started
     FROM scorecard_hours
     WHERE project_id = {{project:String}} AND skill_name = {{skill:String}} AND kind IN (0, 1, 2)
-      AND {_FIRST_DAY_HOURS}
-    ORDER BY hour, kind, skill_version, evaluator
-    LIMIT 1 BY hour, kind, skill_version, evaluator"""
+      AND {_DAY_HOURS}
+    ORDER BY day, hour, kind, skill_version, evaluator
+    LIMIT 1 BY day, hour, kind, skill_version, evaluator"""
 
 
 def _parts(clean: bool, raw: bool, hours: bool) -> str:
-    """The per-day rows of the clean days (aggregates), of the first day's hours and of the
-    others (copied rows); a part with no days is left out (an empty ``IN`` set would still read
-    the skill's every row)."""
+    """The per-day rows of the clean days (aggregates), of the hours read from the hour
+    rollups and of the rest (copied rows); a part with no days is left out (an empty ``IN`` set
+    would still read the skill's every row)."""
     sources = (
         ([_NEWEST_REFRESH] if clean else [])
         + ([_NEWEST_HOURS] if hours else [])
@@ -109,23 +111,9 @@ ORDER BY started_at, activation_id, rebuilt_at DESC
 LIMIT 1 BY activation_id"""
 
 
-def _split(
-    states: Sequence[DayState], since: datetime | None, *, hours: bool = True
-) -> tuple[list[str], list[str], FirstDay]:
-    """(clean days read from scorecard_days, days aggregated from scorecard_rows, how the
-    window's first day is read: its whole hours from the hour rollups when ``hours`` and
-    :func:`first_day` allow, the rest of it from the rows)."""
-    since_us = micros(since) if since is not None else 0
-    first = first_day(states if hours else (), since_us)
-    clean: list[str] = []
-    raw: list[str] = []
-    for state in states:
-        if state.day <= first.day:  # before the window, or its first day (below)
-            continue
-        (clean if state.clean else raw).append(state.day)
-    if first.reads_rows(since_us):
-        raw.append(first.day)
-    return clean, sorted(raw), first
+def _plan(states: Sequence[DayState], since: datetime | None, *, hours: bool) -> WindowPlan:
+    """The window's plan over the skill's day states (:func:`window_plan`)."""
+    return window_plan(states, micros(since) if since is not None else 0, hours=hours)
 
 
 class _Sums:
@@ -238,25 +226,22 @@ def scorecard_rows(
     """``Scorecards.rows`` from the read models (``states``: the skill's day states)."""
 
     def parts(hours: bool) -> list[dict[str, Any]] | None:
-        """The parts, or None when the first day's hours were read and their marker was not
-        among them (a refresh's hours not all on this replica yet)."""
-        clean, raw, first = _split(states, since, hours=hours)
-        read_hours = first.hour < 24
-        if not clean and not raw and not read_hours:
+        """The parts, or None when hours were read and a day's marker was not among them (a
+        refresh's hours not all on this replica yet)."""
+        plan = _plan(states, since, hours=hours)
+        if not plan.clean and not plan.reads_rows and not plan.hour_days:
             return []
         params = {
             "project": project_id,
             "skill": skill,
             "version": version,
-            "clean": clean,
-            "days": raw,
             **EVERY_ROW,
             "since": micros(since),
-            **first.params,
+            **plan.params,
         }
-        rows = store.query(_parts(bool(clean), bool(raw), read_hours), params)
+        rows = store.query(_parts(bool(plan.clean), plan.reads_rows, bool(plan.hour_days)), params)
         kept = [row for row in rows if int(row["kind"]) != 0]
-        return kept if not read_hours or len(kept) < len(rows) else None
+        return kept if len(rows) - len(kept) == len(plan.hour_days) else None
 
     found = parts(hours=True)
     return combine(found if found is not None else parts(hours=False) or [])
@@ -277,7 +262,8 @@ def rows_below(
     """The gate's rows (``Scorecards.below`` without texts) from the read models: the days
     that may hold one, newest first, read a few at a time until ``limit`` rows are found (the
     window's first day from the rows, whole)."""
-    clean, raw, first = _split(states, since, hours=False)
+    plan = _plan(states, since, hours=False)
+    clean, raw = plan.clean, plan.raw
     params: dict[str, Any] = {
         "project": project_id,
         "skill": skill,
@@ -286,7 +272,7 @@ def rows_below(
         "below": float(below),
         "since": micros(since),
         "limit": limit,
-        **first.cut,
+        "raw_hours": [],
     }
     hits = []
     if clean:
@@ -362,7 +348,8 @@ def usage_rows(
     day with activations is among them once the activation read model is ready). The window's
     first day comes from the rows, whole: one skill's day of activations is a short read, and
     its hour rollups measured slower (an extra table in the query)."""
-    clean, raw, _ = _split(states, since, hours=False)
+    plan = _plan(states, since, hours=False)
+    clean, raw = plan.clean, plan.raw
     params = {"project": project_id, "skill": skill, "since": micros(since), "all_days": False}
     rows: list[dict[str, Any]] = []
     if clean:  # an empty IN set would still read every row

@@ -6,12 +6,14 @@ Before the scorecard read models are ready it aggregates the current evaluations
 activations. Then it reads them as a scorecard does (:mod:`._scorecard_reads`), for every skill
 at once: clean days after the window's first from ``scorecard_days`` (per day, version and
 evaluator; per day and version the activations scored, the failing ones and every production
-activation, scored or not), the window's first day (partial) and every day some skill wrote
-since its last refresh from ``scorecard_rows`` (FINAL inside the monthly partitions) and the
-``activations`` table, summed here across versions and days; the first day's whole hours come
-from ``scorecard_hours`` when every skill's newest refresh of it wrote them. Until every day of
-the activations table is marked or refreshed (``ScorecardRollups.activations_ready``: a store
-older than the rebuilds' marks) the window's activations are counted in their table. Reads are
+activation, scored or not); from ``scorecard_hours`` the hours of a day some skill wrote to
+since its last refresh that no skill marked since, and the window's first day's whole hours,
+when every skill's newest refresh of that day wrote them; the other hours and days (the window's
+first hour, the hours marked since) from ``scorecard_rows`` (FINAL inside the monthly
+partitions) and the ``activations`` table; all summed here across versions, hours and days.
+Until every day of the activations table is marked or refreshed
+(``ScorecardRollups.activations_ready``: a store older than the rebuilds' marks) the window's
+activations are counted in their table. Reads are
 exact whether or not the refresher has caught up; ``tests/test_skills_overview_rollups.py``
 compares them with the raw rows.
 """
@@ -21,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from skillsight.store._first_day import FirstDay, first_day
+from skillsight.store._day_aggregates import DAYS_AND_HOURS
 from skillsight.store._rollups import DayState
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
+from skillsight.store._window_plan import WindowPlan, window_plan
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -112,12 +115,13 @@ _CLEAN_DAYS = _CLEAN_SUMS.format(
     days="{clean:Array(Date)}",
     hour="",
 )
-# The same from the hour rollups of the window's first day, from its first whole hour on (and
-# the marker row of each skill's newest refresh of it).
-_FIRST_HOURS = _CLEAN_SUMS.format(
+# The same from the hour rollups of some hours of some days (``WindowPlan.hours``), and the
+# marker row of each skill's newest refresh of each of those days.
+_HOURS = _CLEAN_SUMS.format(
     table="scorecard_hours",
-    rows="day = {first:Date} AND (hour >= {hour:UInt8} OR kind = 0)",
-    days="({first:Date})",
+    rows="day IN {hour_days:Array(Date)}"
+    " AND (toUInt32(day) * 24 + hour IN {hours:Array(UInt32)} OR kind = 0)",
+    days="{hour_days:Array(Date)}",
     hour="hour, ",
 )
 
@@ -125,7 +129,7 @@ _FIRST_HOURS = _CLEAN_SUMS.format(
 # those written since their last refresh), FINAL inside the monthly partitions. The days and the
 # window's start filter key columns (every row of a key has the same), so PREWHERE drops rows
 # before FINAL merges them: at 10M half the time of the window's first day.
-_ROW_DAYS = """
+_ROW_DAYS = f"""
 SELECT grouping(day) AS by_evaluator, skill_name, evaluator, toString(toDate(started_at)) AS day,
        count() AS evaluations, countIf(score IS NOT NULL) AS scored,
        countIf(score IS NULL AND label != 'not_applicable') AS not_evaluated,
@@ -140,25 +144,21 @@ FROM (
     SELECT skill_name, activation_id, evaluator, started_at, score, passed, label,
            ifNull(passed = false, false) AS failed
     FROM scorecard_rows FINAL
-    PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
-      AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-      AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
-           OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
+    PREWHERE project_id = {{project:String}} AND {DAYS_AND_HOURS}
+      AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
     SETTINGS do_not_merge_across_partitions_select_final = 1
 )
 GROUP BY GROUPING SETS ((skill_name, evaluator), (skill_name, day))"""
 
 # The activations of the days read from the rows, per skill and day: newest row each (FINAL;
 # key columns in PREWHERE, before FINAL, as above; rerun_id after it).
-_ROW_ACTIVATIONS = """
+_ROW_ACTIVATIONS = f"""
 SELECT skill_name, toString(toDate(started_at)) AS day,
        count() AS activations, toUnixTimestamp64Micro(min(started_at)) AS first_started_us,
        toUnixTimestamp64Micro(max(started_at)) AS last_started_us
 FROM activations FINAL
-PREWHERE project_id = {project:String} AND toDate(started_at) IN {days:Array(Date)}
-  AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
-  AND ({until:Int64} = 0 OR toDate(started_at) != {cut_day:Date}
-       OR started_at < fromUnixTimestamp64Micro({until:Int64}, 'UTC'))
+PREWHERE project_id = {{project:String}} AND {DAYS_AND_HOURS}
+  AND started_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
 WHERE rerun_id = ''
 GROUP BY skill_name, day
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
@@ -174,19 +174,6 @@ WHERE project_id = {project:String}
   AND started_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC') AND rerun_id = ''
 GROUP BY skill_name, day
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
-
-
-def _split(states: Sequence[DayState], since_us: int) -> tuple[list[str], list[str], FirstDay]:
-    """(days read from ``scorecard_days``, days read from ``scorecard_rows``, how the window's
-    first day is read) of a window: a day is read from the rows for every skill when any
-    skill's newest refresh of it is not clean, and the window's first (partial) day is, up to
-    where the hour rollups take over (:func:`first_day`)."""
-    first = first_day(states, since_us)
-    days = {state.day for state in states if state.day >= first.day}
-    raw = {state.day for state in states if state.day >= first.day and not state.clean}
-    if first.reads_rows(since_us):
-        raw.add(first.day)
-    return sorted(days - raw - {first.day}), sorted(raw), first
 
 
 class _Scores:
@@ -273,6 +260,29 @@ class _Ran:
         }
 
 
+def _rollup_parts(
+    store: Store, params: Mapping[str, Any], plan: WindowPlan, states: Sequence[DayState]
+) -> list[dict[str, Any]] | None:
+    """The clean days' sums and the hours' in one query (an empty ``IN`` set would still read
+    every row, so a part with no days is left out); None when the marker of some skill's newest
+    refresh of a day whose hours were read is not among them."""
+    sources = ([_CLEAN_DAYS] if plan.clean else []) + ([_HOURS] if plan.hour_days else [])
+    if not sources:
+        return []
+    parts = store.query(" UNION ALL ".join(sources), {**params, **plan.params})
+    if plan.hour_days:
+        days = set(plan.hour_days)
+        expected = {(state.skill_name, state.day) for state in states if state.day in days}
+        found = {
+            (str(row["skill_name"]), str(row["day"]))
+            for row in parts
+            if int(row["markers"]) and not int(row["by_evaluator"])
+        }
+        if found != expected:
+            return None
+    return parts
+
+
 def skills_overview(
     store: Store, project_id: str, since_us: int, read_models: bool
 ) -> dict[str, list[dict[str, Any]]]:
@@ -285,26 +295,14 @@ def skills_overview(
         return out
     rollups = store.scorecards.rollups
     states = rollups.day_states(project_id, since_us=since_us)
-    clean, raw, first = _split(states, since_us)
-    # the clean days and the first day's hours in one query (an empty IN set would still read
-    # every row, so a part with no days is left out)
-    sources = ([_CLEAN_DAYS] if clean else []) + ([_FIRST_HOURS] if first.hour < 24 else [])
-    parts: list[dict[str, Any]] = []
-    if sources:
-        parts = store.query(
-            " UNION ALL ".join(sources),
-            {**params, "clean": clean, **first.params},
-        )
-    if first.hour < 24:
-        expected = {state.skill_name for state in states if state.day == first.day}
-        if {str(r["skill_name"]) for r in parts if int(r["markers"])} != expected:
-            # a refresh's hours not all here yet (a lagging replica): the day from the rows
-            first = FirstDay(first.day, 24, 0)
-            raw = sorted({*raw, first.day})
-            parts = store.query(_CLEAN_DAYS, {**params, "clean": clean}) if clean else []
+    plan = window_plan(states, since_us)
+    parts = _rollup_parts(store, params, plan, states)
+    if parts is None:  # a refresh's hours not all here yet (a lagging replica): days whole
+        plan = window_plan(states, since_us, hours=False)
+        parts = _rollup_parts(store, params, plan, states) or []
     counted = rollups.activations_ready()  # clean days' activations in their kind 4 rows
-    if raw:
-        parts += store.query(_ROW_DAYS, {**params, "days": raw, **first.cut})
+    if plan.reads_rows:
+        parts += store.query(_ROW_DAYS, {**params, **plan.params})
     scores: dict[tuple[str, str], _Scores] = {}
     ran: dict[tuple[str, str], _Ran] = {}  # (skill, day) and (skill, '') for the window
 
@@ -326,7 +324,7 @@ def skills_overview(
     if not counted:
         runs = store.query(_WINDOW_ACTIVATIONS, params)
     else:
-        runs = store.query(_ROW_ACTIVATIONS, {**params, "days": raw, **first.cut}) if raw else []
+        runs = store.query(_ROW_ACTIVATIONS, {**params, **plan.params}) if plan.reads_rows else []
     for row in runs:
         for sums in add(str(row["skill_name"]), str(row["day"])):
             sums.add_ran(
