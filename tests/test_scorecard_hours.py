@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
 from skillsight.store import Store
-from skillsight.store._rollups import DayState
+from skillsight.store._day_states import DayState
 from skillsight.store._sql import micros
 from skillsight.store._window_plan import WindowPlan, window_plan
 from tests.test_scorecard_rollups import _equal

@@ -29,14 +29,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from datetime import date
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
-from skillsight.store._day_aggregates import CLEAN_FORMAT, HOURLY_FORMAT, REFRESH_HOURS
+from skillsight.store._day_aggregates import REFRESH_HOURS
+from skillsight.store._day_states import DayState, read_day_states
 from skillsight.store._rollup_rows import write_refresh
 
 if TYPE_CHECKING:
@@ -121,39 +121,6 @@ SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)
 
 _NOW = "SELECT toUnixTimestamp64Micro(now64(6)) AS now_us"
 
-# Per (project, skill, day): the newest mark, the newest mark naming the whole day (hour 24:
-# scorecard_marks'), the newest mark of each hour, the newest refresh and its format.
-_DAY_STATES = """
-SELECT project_id, skill_name, toString(day) AS day,
-       toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
-       toUnixTimestamp64Micro(maxIf(marked_at, hour = 24)) AS day_marked_us,
-       groupArrayIf((hour, toUnixTimestamp64Micro(marked_at)), hour < 24) AS hour_marks,
-       toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us,
-       argMax(format, refreshed_at) AS format
-FROM (
-    SELECT project_id, skill_name, day, toUInt8(24) AS hour, marked_at,
-           toDateTime64(0, 6, 'UTC') AS refreshed_at, toUInt64(0) AS format
-    FROM scorecard_marks
-    WHERE ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
-    UNION ALL
-    SELECT project_id, skill_name, day, hour, max(marked_at), toDateTime64(0, 6, 'UTC'),
-           toUInt64(0)
-    FROM scorecard_hour_marks
-    WHERE ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
-    GROUP BY project_id, skill_name, day, hour
-    UNION ALL
-    SELECT project_id, skill_name, day, toUInt8(24), toDateTime64(0, 6, 'UTC'), refreshed_at,
-           activations
-    FROM scorecard_days
-    WHERE kind = 0
-      AND ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
-)
-GROUP BY project_id, skill_name, day
-ORDER BY project_id, skill_name, day"""
-
 ACTIVATIONS_READ_MODEL = "activation_days"
 """Every (project, skill, start day) of the ``activations`` table is marked or refreshed (in
 ``read_models`` once the days written before the rebuild write path marked them are marked):
@@ -209,24 +176,6 @@ _ROW_DAYS = """
 SELECT DISTINCT toString(toDate(started_at)) AS day FROM scorecard_rows
 WHERE project_id = {project:String} AND skill_name = {skill:String}
 ORDER BY day"""
-
-
-class DayState(NamedTuple):
-    """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), whether it
-    is clean (its newest refresh began after its newest mark and wrote at least
-    :data:`CLEAN_FORMAT`, so ``scorecard_days`` holds it), and whether its hours are readable
-    from ``scorecard_hours`` under that refresh's stamp (``hourly``: the refresh wrote
-    :data:`HOURLY_FORMAT`, and every mark since names its hour) but for ``dirty_hours``, the
-    hours marked since (none when clean)."""
-
-    project_id: str
-    skill_name: str
-    day: str
-    marked_us: int
-    refreshed_us: int
-    clean: bool
-    hourly: bool = False
-    dirty_hours: frozenset[int] = frozenset()
 
 
 class ScorecardRollups:
@@ -351,36 +300,9 @@ class ScorecardRollups:
     ) -> list[DayState]:
         """Every marked or refreshed (project, skill, day), oldest day first; with
         ``since_us``, from the day of that moment on (a window's days)."""
-        states = []
-        params = {"project": project_id, "skill": skill, "from": day_of(max(since_us, 0))}
-        margin = self.clock_margin_us
-        for r in self._store.query(_DAY_STATES, params):
-            marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
-            written = int(r["format"])
-            clean = refreshed > 0 and refreshed >= marked + margin and written >= CLEAN_FORMAT
-            hourly = (
-                refreshed > 0
-                and written >= HOURLY_FORMAT
-                and refreshed >= int(r["day_marked_us"]) + margin
-            )
-            dirty = (
-                frozenset(int(h) for h, us in r["hour_marks"] if int(us) + margin > refreshed)
-                if hourly
-                else frozenset()
-            )
-            states.append(
-                DayState(
-                    str(r["project_id"]),
-                    str(r["skill_name"]),
-                    str(r["day"]),
-                    marked,
-                    refreshed,
-                    clean,
-                    hourly,
-                    dirty,
-                )
-            )
-        return states
+        return read_day_states(
+            self._store, project_id, skill, since_us=since_us, margin_us=self.clock_margin_us
+        )
 
     def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:
         """Recompute these start days of a skill (:meth:`refresh_cells`)."""
@@ -440,11 +362,6 @@ class ScorecardRollups:
             if not self.activations_ready():  # days with activations and no evaluation
                 self.mark_activation_days()
         return len(skills)
-
-
-def day_of(micros: int) -> str:
-    """The UTC day of a moment in µs since the epoch, as ISO 8601."""
-    return date.fromordinal(date(1970, 1, 1).toordinal() + micros // 86_400_000_000).isoformat()
 
 
 def _shard_of(project_id: str, skill: str, count: int) -> int:

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._day_aggregates import CURRENT_ROWS, DAY_AGGREGATES, EVERY_ROW, USAGE_SUMS
-from skillsight.store._rollups import DayState
+from skillsight.store._day_states import DayState
 from skillsight.store._sql import micros
 from skillsight.store._window_plan import WindowPlan, window_plan
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillsight.store._day_aggregates import DAYS_AND_HOURS
-from skillsight.store._rollups import DayState
+from skillsight.store._day_states import DayState
 from skillsight.store._sql import SCORE_AGGREGATES as _SCORE_AGGREGATES
 from skillsight.store._window_plan import WindowPlan, window_plan
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import date
 from typing import NamedTuple
 
-from skillsight.store._rollups import DayState, day_of
+from skillsight.store._day_states import DayState, day_of
 
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US

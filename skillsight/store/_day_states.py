@@ -1,0 +1,106 @@
+"""The state of each (project, skill, start day) of the scorecard read models: its newest marks
+(per hour, and naming the whole day) and its newest refresh, which say where a reader takes the
+day from (``_window_plan``) and which days the refresher recomputes (``_rollups``)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING, NamedTuple
+
+from skillsight.store._day_aggregates import CLEAN_FORMAT, HOURLY_FORMAT
+
+if TYPE_CHECKING:
+    from skillsight.store._store import Store
+
+# Per (project, skill, day): the newest mark, the newest mark naming the whole day (hour 24:
+# scorecard_marks'), the newest mark of each hour, the newest refresh and its format.
+_DAY_STATES = """
+SELECT project_id, skill_name, toString(day) AS day,
+       toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
+       toUnixTimestamp64Micro(maxIf(marked_at, hour = 24)) AS day_marked_us,
+       groupArrayIf((hour, toUnixTimestamp64Micro(marked_at)), hour < 24) AS hour_marks,
+       toUnixTimestamp64Micro(max(refreshed_at)) AS refreshed_us,
+       argMax(format, refreshed_at) AS format
+FROM (
+    SELECT project_id, skill_name, day, toUInt8(24) AS hour, marked_at,
+           toDateTime64(0, 6, 'UTC') AS refreshed_at, toUInt64(0) AS format
+    FROM scorecard_marks
+    WHERE ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+    UNION ALL
+    SELECT project_id, skill_name, day, hour, max(marked_at), toDateTime64(0, 6, 'UTC'),
+           toUInt64(0)
+    FROM scorecard_hour_marks
+    WHERE ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+    GROUP BY project_id, skill_name, day, hour
+    UNION ALL
+    SELECT project_id, skill_name, day, toUInt8(24), toDateTime64(0, 6, 'UTC'), refreshed_at,
+           activations
+    FROM scorecard_days
+    WHERE kind = 0
+      AND ({project:String} = '' OR project_id = {project:String})
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+)
+GROUP BY project_id, skill_name, day
+ORDER BY project_id, skill_name, day"""
+
+
+class DayState(NamedTuple):
+    """The newest mark and refresh of a (project, skill, start day) (µs; 0 = none), whether it
+    is clean (its newest refresh began after its newest mark and wrote at least
+    :data:`CLEAN_FORMAT`, so ``scorecard_days`` holds it), and whether its hours are readable
+    from ``scorecard_hours`` under that refresh's stamp (``hourly``: the refresh wrote
+    :data:`HOURLY_FORMAT`, and every mark since names its hour) but for ``dirty_hours``, the
+    hours marked since (none when clean)."""
+
+    project_id: str
+    skill_name: str
+    day: str
+    marked_us: int
+    refreshed_us: int
+    clean: bool
+    hourly: bool = False
+    dirty_hours: frozenset[int] = frozenset()
+
+
+def read_day_states(
+    store: Store, project_id: str = "", skill: str = "", *, since_us: int = 0, margin_us: int
+) -> list[DayState]:
+    """Every marked or refreshed (project, skill, day) ('' = every project, skill), oldest day
+    first, from the day of ``since_us`` on; a mark up to ``margin_us`` before a refresh's stamp
+    counts as after it (clocks of cluster nodes)."""
+    states = []
+    params = {"project": project_id, "skill": skill, "from": day_of(max(since_us, 0))}
+    for r in store.query(_DAY_STATES, params):
+        marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
+        written = int(r["format"])
+        clean = refreshed > 0 and refreshed >= marked + margin_us and written >= CLEAN_FORMAT
+        hourly = (
+            refreshed > 0
+            and written >= HOURLY_FORMAT
+            and refreshed >= int(r["day_marked_us"]) + margin_us
+        )
+        dirty = (
+            frozenset(int(h) for h, us in r["hour_marks"] if int(us) + margin_us > refreshed)
+            if hourly
+            else frozenset()
+        )
+        states.append(
+            DayState(
+                str(r["project_id"]),
+                str(r["skill_name"]),
+                str(r["day"]),
+                marked,
+                refreshed,
+                clean,
+                hourly,
+                dirty,
+            )
+        )
+    return states
+
+
+def day_of(micros: int) -> str:
+    """The UTC day of a moment in µs since the epoch, as ISO 8601."""
+    return date.fromordinal(date(1970, 1, 1).toordinal() + micros // 86_400_000_000).isoformat()
