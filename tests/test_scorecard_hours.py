@@ -358,3 +358,86 @@ def test_hours_marked_since_a_refresh_are_read_from_the_rows_the_others_by_the_h
     assert not state.clean and state.hourly and state.dirty_hours == {marked}
     for since in windows:
         _same_as_raw(store, since)
+
+
+def _rollups_of(store: Store, skill: str, day: str) -> dict[str, list[dict[str, Any]]]:
+    """The hour and day rows of a skill's day, of its newest refresh (stamp left out)."""
+    out = {}
+    for table, hour in (("scorecard_hours", "hour"), ("scorecard_days", "0")):
+        out[table] = store.query(
+            f"SELECT {hour} AS h, kind, skill_version, evaluator, activations, scored,"
+            " not_evaluated, passed, score_sum, score_min, toString(first_started) AS f,"
+            " toString(last_started) AS l, cost_usd, tokens, duration_ms, tool_calls"
+            f" FROM {table} WHERE project_id = {{p:String}} AND skill_name = {{s:String}}"
+            " AND day = {d:Date} AND refreshed_at = (SELECT max(refreshed_at) FROM scorecard_days"
+            " WHERE project_id = {p:String} AND skill_name = {s:String} AND day = {d:Date}"
+            " AND kind = 0) ORDER BY h, kind, skill_version, evaluator",
+            {"p": PROJECT, "s": skill, "d": day},
+        )
+    return out
+
+
+def test_a_day_marked_by_the_hour_is_refreshed_by_those_hours(store: Store) -> None:
+    """The refresher recomputes only the hours marked since a day's refresh and takes the other
+    hours' rows from that refresh: the result is a whole recompute's, and rows changed behind
+    the read models' back in an unmarked hour stay unseen; a refresh whose hours are not here
+    (a lagging replica) is redone whole."""
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    rollups.clock_margin_us = 0
+    skill, day = SKILLS[0], (END - timedelta(days=2)).date().isoformat()
+    marked, other = [
+        int(r["h"])
+        for r in store.query(
+            "SELECT toHour(started_at) AS h FROM scorecard_rows WHERE project_id = {p:String}"
+            " AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
+            " GROUP BY h ORDER BY count() DESC, h LIMIT 2",
+            {"p": PROJECT, "s": skill, "d": day},
+        )
+    ]
+    assert _rescore_hour(store, skill, day, marked) > 0
+    assert rollups.refresh_dirty() == 1
+    by_hour = _rollups_of(store, skill, day)
+    rollups.refresh(PROJECT, skill, [day])
+    _equal(_rollups_of(store, skill, day), by_hour, "by the hour against whole")
+    assert any(float(r["score_sum"]) == 0.0 for r in by_hour["scorecard_hours"])
+
+    # another hour's rows changed behind the read models' back, then the marked hour again:
+    # the refresh does not read the other hour
+    params = {"p": PROJECT, "s": skill, "d": day, "h": other}
+    store.execute(
+        "INSERT INTO scorecard_rows SELECT * REPLACE (0.5 AS score,"
+        " evaluated_at + toIntervalHour(1) AS evaluated_at) FROM scorecard_rows FINAL"
+        " WHERE project_id = {p:String} AND skill_name = {s:String}"
+        " AND toDate(started_at) = {d:Date} AND toHour(started_at) = {h:UInt8}",
+        params,
+    )
+    before = _rollups_of(store, skill, day)
+    assert _rescore_hour(store, skill, day, marked) > 0
+    assert rollups.refresh_dirty() == 1
+    after = _rollups_of(store, skill, day)
+    assert [r for r in after["scorecard_hours"] if r["h"] == other] == [
+        r for r in before["scorecard_hours"] if r["h"] == other
+    ]
+
+    # a newer refresh of the day whose hours are not here, then a mark of one hour: the day is
+    # recomputed whole, and sees the other hour's rows as they are now
+    store.execute(
+        "INSERT INTO scorecard_days SELECT * REPLACE (refreshed_at + toIntervalMillisecond(1) AS"
+        " refreshed_at) FROM scorecard_days WHERE project_id = {p:String} AND skill_name ="
+        " {s:String} AND day = {d:Date} ORDER BY refreshed_at DESC"
+        " LIMIT 1 BY kind, skill_version, evaluator",
+        params,
+    )
+    assert _rescore_hour(store, skill, day, marked) > 0
+    assert rollups.refresh_dirty() == 1
+    redone = _rollups_of(store, skill, day)
+    assert [r for r in redone["scorecard_hours"] if r["h"] == other] != [
+        r for r in before["scorecard_hours"] if r["h"] == other
+    ]
+    rollups.refresh(PROJECT, skill, [day])
+    _equal(_rollups_of(store, skill, day), redone, "redone whole")

@@ -158,9 +158,10 @@ def _rescored_days_are_marked_and_refreshed(store: Store) -> None:
     rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
     with _statements(store) as statements:
         assert rollups.refresh_dirty() == 3
-    # the two skills' three days together: the states, the clock, the hours, two inserts (not
-    # four statements a skill)
-    assert len(statements) == 5, statements
+    # the two skills' three days together, by the hours marked (every mark named its hour):
+    # the clock, the states, the hours kept from the last refresh, the marked hours, two inserts
+    # (not four statements a skill)
+    assert len(statements) == 6, "\n".join(statements)
     after = rollups.day_states(PROJECT)
     assert all(state.clean for state in after)
     redone = {

@@ -77,18 +77,22 @@ HOURLY_FORMAT = 4
 """The oldest format whose refresh wrote the day's hour rows (``scorecard_hours``)."""
 
 # A refresh's cells: (skill, start day) pairs of a project, each named by the skill's name and
-# the day's ISO text, which is always 10 characters long, so no two pairs share a name.
+# the day's ISO text, which is always 10 characters long, so no two pairs share a name; and
+# (skill, start day, hour) triples, named the same with the hour's two digits after.
 CELL = "concat(skill_name, toString(toDate(started_at)))"
+HOUR_CELL = f"concat({CELL}, leftPad(toString(toHour(started_at)), 2, '0'))"
+# The rows of some cells: the skills and the cells' days and hours (DAYS_AND_HOURS: ``days``,
+# ``raw_hours``) filter the key before FINAL, the names pick the cells among them.
+_CELLS = f"""skill_name IN {{skills:Array(String)}} AND {DAYS_AND_HOURS}
+      AND ({CELL} IN {{cells:Array(String)}} OR {HOUR_CELL} IN {{hour_cells:Array(String)}})"""
 
-# The current row of each (activation, evaluator) of some (skill, start day) cells, as
-# CURRENT_ROWS reads one skill's days: the skills and days filter the key before FINAL, the
-# cells pick the pairs among them.
+# The current row of each (activation, evaluator) of some cells, as CURRENT_ROWS reads one
+# skill's days.
 _CELL_ROWS = f"""
     SELECT skill_name, activation_id, evaluator, evaluator_version, skill_version, score, passed,
            label, started_at, evaluated_at
     FROM scorecard_rows FINAL
-    WHERE project_id = {{project:String}} AND skill_name IN {{skills:Array(String)}}
-      AND toDate(started_at) IN {{days:Array(Date)}} AND {CELL} IN {{cells:Array(String)}}"""
+    WHERE project_id = {{project:String}} AND {_CELLS}"""
 
 # The refresh's kind 1 and 2 rows with, beside each kind 1 row, its kind 3 row (one pass over
 # the rows).
@@ -129,18 +133,34 @@ SELECT skill_name, toString(toDate(started_at)) AS day, toHour(started_at) AS ho
        skill_version, '', count(), 0, 0, 0, 0, 0, toUnixTimestamp64Micro(min(started_at)),
        toUnixTimestamp64Micro(max(started_at)), {USAGE_SUMS}
 FROM activations FINAL
-WHERE project_id = {{project:String}} AND skill_name IN {{skills:Array(String)}}
-  AND toDate(started_at) IN {{days:Array(Date)}} AND {CELL} IN {{cells:Array(String)}}
-  AND rerun_id = ''
+WHERE project_id = {{project:String}} AND {_CELLS} AND rerun_id = ''
 GROUP BY skill_name, day, hour, skill_version
 SETTINGS do_not_merge_across_partitions_select_final = 1"""
 
-# What a refresh computes: per skill and hour of some (skill, start day) cells of a project,
-# their rows of every kind but the marker (the day rows are their sums: ``_rollup_rows``).
+# What a refresh computes: per skill and hour of some cells of a project (whole days, or some
+# hours of them), their rows of every kind but the marker (the day rows are their sums:
+# ``_rollup_rows``).
 REFRESH_HOURS = f"""
 {_REFRESH_AGGREGATES}
 UNION ALL
 SELECT * FROM ({_ACTIVATION_HOURS})"""
+
+# The hour rows of some refreshes (each named by skill, day and stamp in µs), the marker rows
+# with them: a refresh of some hours of a day takes the others from its newest refresh.
+STAMPED_HOURS = """
+SELECT skill_name, toString(day) AS day, hour, kind AS row_kind, skill_version, evaluator,
+       activations AS row_activations, scored AS row_scored, not_evaluated AS row_not_evaluated,
+       passed AS row_passed, score_sum AS row_score_sum, score_min AS row_score_min,
+       toUnixTimestamp64Micro(first_started) AS first_us,
+       toUnixTimestamp64Micro(last_started) AS last_us, cost_usd, tokens, duration_ms, tool_calls
+FROM (
+    SELECT * FROM scorecard_hours
+    WHERE project_id = {project:String} AND skill_name IN {skills:Array(String)}
+      AND day IN {days:Array(Date)}
+      AND concat(skill_name, toString(day), toString(toUnixTimestamp64Micro(refreshed_at)))
+          IN {stamped:Array(String)}
+    LIMIT 1 BY skill_name, day, hour, kind, skill_version, evaluator
+)"""
 
 # A refresh row's columns as REFRESH_HOURS names them, in the order of the rollup tables'.
 REFRESH_COLUMNS = (

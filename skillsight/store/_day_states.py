@@ -12,6 +12,8 @@ from skillsight.store._day_aggregates import CLEAN_FORMAT, HOURLY_FORMAT
 if TYPE_CHECKING:
     from skillsight.store._store import Store
 
+_EPOCH = date(1970, 1, 1).toordinal()
+
 # Per (project, skill, day): the newest mark, the newest mark naming the whole day (hour 24:
 # scorecard_marks'), the newest mark of each hour, the newest refresh and its format.
 _DAY_STATES = """
@@ -104,3 +106,9 @@ def read_day_states(
 def day_of(micros: int) -> str:
     """The UTC day of a moment in µs since the epoch, as ISO 8601."""
     return date.fromordinal(date(1970, 1, 1).toordinal() + micros // 86_400_000_000).isoformat()
+
+
+def epoch_hour(day: str, hour: int) -> int:
+    """An hour of a UTC day (ISO 8601) counted from the epoch, as ClickHouse's
+    ``intDiv(toUnixTimestamp64Micro(t), 3600000000)`` counts the hour of ``t``."""
+    return (date.fromisoformat(day).toordinal() - _EPOCH) * 24 + hour

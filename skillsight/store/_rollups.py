@@ -28,21 +28,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skillsight.errors import StoreError
-from skillsight.store._day_aggregates import REFRESH_HOURS
-from skillsight.store._day_states import DayState, read_day_states
+from skillsight.store._day_aggregates import REFRESH_HOURS, STAMPED_HOURS
+from skillsight.store._day_states import DayState, epoch_hour, read_day_states
 from skillsight.store._rollup_rows import write_refresh
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 READ_MODEL = "scorecards"
 CLOCK_MARGIN_US = 2_000_000
@@ -313,34 +314,84 @@ class ScorecardRollups:
         ``activations``, their hours first, then the days, all stamped with a moment taken
         before reading (the store's clock); a statement per
         :data:`_REFRESH_CELLS_PER_STATEMENT` cells, whatever the number of skills."""
-        cells = sorted(set(cells))
-        for start in range(0, len(cells), _REFRESH_CELLS_PER_STATEMENT):
-            chunk = cells[start : start + _REFRESH_CELLS_PER_STATEMENT]
-            stamp = int(self._store.query(_NOW)[0]["now_us"])
-            params = {
-                "project": project_id,
-                "skills": sorted({skill for skill, _ in chunk}),
-                "days": sorted({day for _, day in chunk}),
-                "cells": [skill + day for skill, day in chunk],
-            }
-            hours = self._store.query(REFRESH_HOURS, params)
-            write_refresh(self._store, project_id, stamp, chunk, hours)
+        for chunk in _chunks(sorted(set(cells))):
+            self._refresh_days(project_id, self._now(), chunk)
 
     def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
         """Refresh every day marked since its last refresh, and every clean day refreshed
         before the hour rollups (its day rows stay readable meanwhile), of the skills in this
-        shard (by a hash of project and skill), a project's cells together; return the days
-        refreshed."""
+        shard (by a hash of project and skill), a project's cells together; a day whose marks
+        since its refresh all name their hour has only those hours recomputed. Returns the
+        days refreshed."""
         index, count = shard
-        dirty: dict[str, list[tuple[str, str]]] = {}
+        stamp = self._now()  # before the states are read: a mark they miss is after it
+        whole: dict[str, list[tuple[str, str]]] = {}
+        by_hour: dict[str, list[DayState]] = {}
         for state in self.day_states():
             if state.clean and state.hourly:
                 continue
-            if _shard_of(state.project_id, state.skill_name, count) == index:
-                dirty.setdefault(state.project_id, []).append((state.skill_name, state.day))
-        for project_id, cells in sorted(dirty.items()):
-            self.refresh_cells(project_id, cells)
-        return sum(len(cells) for cells in dirty.values())
+            if _shard_of(state.project_id, state.skill_name, count) != index:
+                continue
+            if state.hourly:
+                by_hour.setdefault(state.project_id, []).append(state)
+            else:
+                whole.setdefault(state.project_id, []).append((state.skill_name, state.day))
+        for project_id in sorted({*whole, *by_hour}):
+            cells = whole.get(project_id, [])
+            for states in _chunks(by_hour.get(project_id, [])):
+                cells += self._refresh_hours(project_id, stamp, states)
+            for chunk in _chunks(sorted(set(cells))):
+                self._refresh_days(project_id, stamp, chunk)
+        return sum(map(len, whole.values())) + sum(map(len, by_hour.values()))
+
+    def _now(self) -> int:
+        return int(self._store.query(_NOW)[0]["now_us"])
+
+    def _refresh_days(self, project_id: str, stamp: int, cells: Sequence[tuple[str, str]]) -> None:
+        """Recompute some (skill, day) cells whole, stamped ``stamp``."""
+        params = {
+            "project": project_id,
+            "skills": sorted({skill for skill, _ in cells}),
+            "days": sorted({day for _, day in cells}),
+            "raw_hours": [],
+            "cells": [skill + day for skill, day in cells],
+            "hour_cells": [],
+        }
+        hours = self._store.query(REFRESH_HOURS, params)
+        write_refresh(self._store, project_id, stamp, cells, hours)
+
+    def _refresh_hours(
+        self, project_id: str, stamp: int, states: Sequence[DayState]
+    ) -> list[tuple[str, str]]:
+        """Refresh days whose marks since their newest refresh all name their hour: those hours
+        recomputed from the rows, the others' rows taken as that refresh wrote them, the day
+        rows summed from both, all stamped ``stamp``. Returns the days whose newest refresh's
+        hours are not all here (its marker row missing: a lagging replica), to recompute whole."""
+        params = {
+            "project": project_id,
+            "skills": sorted({state.skill_name for state in states}),
+            "days": sorted({state.day for state in states}),
+        }
+        stamped = [f"{state.skill_name}{state.day}{state.refreshed_us}" for state in states]
+        before = self._store.query(STAMPED_HOURS, {**params, "stamped": stamped})
+        found = {(str(r["skill_name"]), str(r["day"])) for r in before if not int(r["row_kind"])}
+        ready = [state for state in states if (state.skill_name, state.day) in found]
+        dirty = {(state.skill_name, state.day): state.dirty_hours for state in ready}
+        kept = [
+            row
+            for row in before
+            if int(row["row_kind"])
+            and int(row["hour"]) not in dirty[(str(row["skill_name"]), str(row["day"]))]
+        ]
+        marked = [(state, hour) for state in ready for hour in sorted(state.dirty_hours)]
+        hour_cells = [f"{state.skill_name}{state.day}{hour:02d}" for state, hour in marked]
+        hours = sorted({epoch_hour(state.day, hour) for state, hour in marked})
+        fresh = self._store.query(
+            REFRESH_HOURS,
+            {**params, "days": [], "raw_hours": hours, "cells": [], "hour_cells": hour_cells},
+        )
+        write_refresh(self._store, project_id, stamp, sorted(dirty), kept + fresh)
+        return [cell for cell in ((s.skill_name, s.day) for s in states) if cell not in found]
 
     # -- rows written before the read models existed -----------------------------------------
 
@@ -362,6 +413,12 @@ class ScorecardRollups:
             if not self.activations_ready():  # days with activations and no evaluation
                 self.mark_activation_days()
         return len(skills)
+
+
+def _chunks(items: Sequence[T]) -> Iterator[list[T]]:
+    """``items`` a statement's worth at a time (:data:`_REFRESH_CELLS_PER_STATEMENT`)."""
+    for start in range(0, len(items), _REFRESH_CELLS_PER_STATEMENT):
+        yield list(items[start : start + _REFRESH_CELLS_PER_STATEMENT])
 
 
 def _shard_of(project_id: str, skill: str, count: int) -> int:

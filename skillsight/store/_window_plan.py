@@ -7,14 +7,12 @@ from the rows, its later hours as any day's."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import date
 from typing import NamedTuple
 
-from skillsight.store._day_states import DayState, day_of
+from skillsight.store._day_states import DayState, day_of, epoch_hour
 
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
-_EPOCH = date(1970, 1, 1).toordinal()
 
 
 class WindowPlan(NamedTuple):
@@ -76,7 +74,7 @@ def window_plan(states: Iterable[DayState], since_us: int, *, hours: bool = True
             plan.raw.append(day)
             continue
         dirty = frozenset().union(*(state.dirty_hours for state in on_day))
-        base = (date.fromisoformat(day).toordinal() - _EPOCH) * 24
+        base = epoch_hour(day, 0)
         whole = [base + hour for hour in range(start_hour, 24) if hour not in dirty]
         if partial_hour >= 0:
             plan.raw_hours.append(base + partial_hour)
