@@ -13,9 +13,10 @@ from benchmarks.scorecard import skill_names, zipf_counts
 from benchmarks.synthetic_store import SyntheticPlan, fill_synthetic_scorecards
 from skillsight.store import Store
 from skillsight.store._day_states import DayState
+from skillsight.store._rollups import ScorecardRollups
 from skillsight.store._sql import micros
 from skillsight.store._window_plan import WindowPlan, window_plan
-from tests.test_scorecard_rollups import _equal
+from tests.test_scorecard_rollups import _equal, rescore
 from tests.test_skills_overview_rollups import _normal, _same
 
 PROJECT = "p"
@@ -206,13 +207,7 @@ def test_a_day_refreshed_before_the_hour_rollups_stays_clean_and_gets_its_hours(
 ) -> None:
     """After an upgrade, a day whose newest refresh wrote format 3 (no hours) is still read
     from its day rows, its first day from the rows, and the refresher adds its hours."""
-    plan = SyntheticPlan(
-        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
-    )
-    fill_synthetic_scorecards(store, plan)
-    rollups = store.scorecards.rollups
-    rollups.backfill()
-    rollups.clock_margin_us = 0
+    rollups = _backfilled(store)
     day = SINCE.date().isoformat()
     store.execute(  # the day's newest refresh again, as format 3 wrote it: no hour rows
         "INSERT INTO scorecard_days SELECT * REPLACE (if(kind = 0, 3, activations) AS"
@@ -236,35 +231,47 @@ def _same_as_raw(store: Store, since: datetime) -> None:
     _same_reads(_reads(store, since, read_models=False), _reads(store, since))
 
 
+def _backfilled(store: Store) -> ScorecardRollups:
+    """A synthetic store, its read models backfilled, on one clock (a mark after a refresh is
+    after it)."""
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    rollups.clock_margin_us = 0
+    return rollups
+
+
+def _busiest_hours(store: Store, skill: str, day: str) -> list[int]:
+    """The two hours of a skill's day with the most copied rows."""
+    found = store.query(
+        "SELECT toHour(started_at) AS h FROM scorecard_rows WHERE project_id = {p:String}"
+        " AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
+        " GROUP BY h ORDER BY count() DESC, h LIMIT 2",
+        {"p": PROJECT, "s": skill, "d": day},
+    )
+    assert len(found) == 2
+    return [int(r["h"]) for r in found]
+
+
 def _rescore_hour(store: Store, skill: str, day: str, hour: int) -> int:
     """Every evaluation of a skill's activations started in one hour of a day scored 0, through
     the store's write path (which marks that hour)."""
-    found = store.query(
-        "SELECT activation_id, evaluator, skill_version FROM scorecard_rows FINAL "
-        "WHERE project_id = {p:String} AND skill_name = {s:String}"
-        " AND toDate(started_at) = {d:Date} AND toHour(started_at) = {h:UInt8}",
-        {"p": PROJECT, "s": skill, "d": day, "h": hour},
+    return rescore(store, skill, day, 0.0, "9", hour=hour)
+
+
+def _refreshed_elsewhere(store: Store, params: dict[str, Any]) -> None:
+    """A newer refresh of a skill's day (``params`` s, d) whose day rows are here and whose
+    hours are not yet (a lagging replica)."""
+    store.execute(
+        "INSERT INTO scorecard_days SELECT * REPLACE (refreshed_at + toIntervalMillisecond(1) AS"
+        " refreshed_at) FROM scorecard_days WHERE project_id = {p:String} AND skill_name ="
+        " {s:String} AND day = {d:Date} ORDER BY refreshed_at DESC"
+        " LIMIT 1 BY kind, skill_version, evaluator",
+        params,
     )
-    stamp = int(datetime.now(UTC).timestamp() * 1e6)
-    rows = [
-        {
-            "activation_id": r["activation_id"],
-            "evaluator": r["evaluator"],
-            "evaluator_version": "9",
-            "skill_name": skill,
-            "skill_version": r["skill_version"],
-            "score": 0.0,
-            "passed": False,
-            "label": "rescored",
-            "reason": "rescored to 0",
-            "evidence_step_ids": [1],
-            "evidence_tool_call_ids": [],
-            "findings": "[]",
-            "evaluated_at_us": stamp,
-        }
-        for r in found
-    ]
-    return store.evaluations.write(PROJECT, rows)
 
 
 def test_hours_marked_since_a_refresh_are_read_from_the_rows_the_others_by_the_hour(
@@ -273,25 +280,9 @@ def test_hours_marked_since_a_refresh_are_read_from_the_rows_the_others_by_the_h
     """A day written to since its refresh (today, under live traffic) is read from the hour
     rollups but for the hours marked since, which are read from the rows; a mark naming the
     whole day sends all of it to the rows; the refresher cleans both."""
-    plan = SyntheticPlan(
-        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
-    )
-    fill_synthetic_scorecards(store, plan)
-    rollups = store.scorecards.rollups
-    rollups.backfill()
-    rollups.clock_margin_us = 0  # one clock here: a mark after a refresh is after it
+    rollups = _backfilled(store)
     skill, day = SKILLS[0], (END - timedelta(days=2)).date().isoformat()
-    busy = [
-        int(r["h"])
-        for r in store.query(
-            "SELECT toHour(started_at) AS h FROM scorecard_rows WHERE project_id = {p:String}"
-            " AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
-            " GROUP BY h ORDER BY count() DESC, h LIMIT 2",
-            {"p": PROJECT, "s": skill, "d": day},
-        )
-    ]
-    assert len(busy) == 2
-    marked, other = busy
+    marked, other = _busiest_hours(store, skill, day)
     windows = (SINCE, SINCE - timedelta(days=3))
     clean = _reads(store)
 
@@ -346,13 +337,7 @@ def test_hours_marked_since_a_refresh_are_read_from_the_rows_the_others_by_the_h
 
     # a newer refresh of the day whose hours are not here yet (a lagging replica), then a mark
     # of one hour: the day's hours are not read (its marker is missing), the rows are
-    store.execute(
-        "INSERT INTO scorecard_days SELECT * REPLACE (refreshed_at + toIntervalMillisecond(1) AS"
-        " refreshed_at) FROM scorecard_days WHERE project_id = {p:String} AND skill_name ="
-        " {s:String} AND day = {d:Date} ORDER BY refreshed_at DESC"
-        " LIMIT 1 BY kind, skill_version, evaluator",
-        params,
-    )
+    _refreshed_elsewhere(store, params)
     assert _rescore_hour(store, skill, day, marked) > 0
     state = next(s for s in rollups.day_states(PROJECT, skill) if s.day == day)
     assert not state.clean and state.hourly and state.dirty_hours == {marked}
@@ -382,23 +367,9 @@ def test_a_day_marked_by_the_hour_is_refreshed_by_those_hours(store: Store) -> N
     hours' rows from that refresh: the result is a whole recompute's, and rows changed behind
     the read models' back in an unmarked hour stay unseen; a refresh whose hours are not here
     (a lagging replica) is redone whole."""
-    plan = SyntheticPlan(
-        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
-    )
-    fill_synthetic_scorecards(store, plan)
-    rollups = store.scorecards.rollups
-    rollups.backfill()
-    rollups.clock_margin_us = 0
+    rollups = _backfilled(store)
     skill, day = SKILLS[0], (END - timedelta(days=2)).date().isoformat()
-    marked, other = [
-        int(r["h"])
-        for r in store.query(
-            "SELECT toHour(started_at) AS h FROM scorecard_rows WHERE project_id = {p:String}"
-            " AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
-            " GROUP BY h ORDER BY count() DESC, h LIMIT 2",
-            {"p": PROJECT, "s": skill, "d": day},
-        )
-    ]
+    marked, other = _busiest_hours(store, skill, day)
     assert _rescore_hour(store, skill, day, marked) > 0
     assert rollups.refresh_dirty() == 1
     by_hour = _rollups_of(store, skill, day)
@@ -426,13 +397,7 @@ def test_a_day_marked_by_the_hour_is_refreshed_by_those_hours(store: Store) -> N
 
     # a newer refresh of the day whose hours are not here, then a mark of one hour: the day is
     # recomputed whole, and sees the other hour's rows as they are now
-    store.execute(
-        "INSERT INTO scorecard_days SELECT * REPLACE (refreshed_at + toIntervalMillisecond(1) AS"
-        " refreshed_at) FROM scorecard_days WHERE project_id = {p:String} AND skill_name ="
-        " {s:String} AND day = {d:Date} ORDER BY refreshed_at DESC"
-        " LIMIT 1 BY kind, skill_version, evaluator",
-        params,
-    )
+    _refreshed_elsewhere(store, params)
     assert _rescore_hour(store, skill, day, marked) > 0
     assert rollups.refresh_dirty() == 1
     redone = _rollups_of(store, skill, day)

@@ -88,16 +88,19 @@ def _compare(store: Store, skills: tuple[str, ...] = SKILLS) -> int:
     return gate_rows
 
 
-def rescore(store: Store, skill: str, day: str, score: float, version: str) -> int:
+def rescore(
+    store: Store, skill: str, day: str, score: float, version: str, *, hour: int = -1
+) -> int:
     """New rows (through the store's write path) for every evaluation of a skill's
-    activations started on one day."""
+    activations started on one day (in one hour of it, when given)."""
     found = store.query(
         "SELECT activation_id, evaluator, skill_version FROM evaluations "
         "WHERE project_id = {p:String} AND skill_name = {s:String} AND activation_id IN ("
         "  SELECT activation_id FROM activations WHERE project_id = {p:String}"
-        "  AND skill_name = {s:String} AND toDate(started_at) = {d:Date}) "
+        "  AND skill_name = {s:String} AND toDate(started_at) = {d:Date}"
+        "  AND ({h:Int8} < 0 OR toHour(started_at) = {h:Int8})) "
         "LIMIT 1 BY activation_id, evaluator",
-        {"p": PROJECT, "s": skill, "d": day},
+        {"p": PROJECT, "s": skill, "d": day, "h": hour},
     )
     stamp = int(datetime.now(UTC).timestamp() * 1e6)
     rows = [
