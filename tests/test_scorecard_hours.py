@@ -406,3 +406,85 @@ def test_a_day_marked_by_the_hour_is_refreshed_by_those_hours(store: Store) -> N
     ]
     rollups.refresh(PROJECT, skill, [day])
     _equal(_rollups_of(store, skill, day), redone, "redone whole")
+
+
+# Skill names as telemetry may carry them: quotes, escapes, control characters, braces that look
+# like query parameters, and names that end like a day or a cell's name.
+HOSTILE_SKILLS = (
+    "it's",
+    "back\\slash",
+    "tab\there",
+    "new\nline",
+    "ünïcödé",
+    "{skill:String}",
+    "2026-11-18",
+    "x2026-11-1",
+)
+
+
+def test_skills_with_any_name_are_refreshed_and_read_by_the_hour(store: Store) -> None:
+    """Hostile skill names go through the marks, the refresh of whole days and of marked hours
+    (whose cells and stamps are named by concatenation) and every read, equal to the raw rows."""
+    store.execute(
+        "INSERT INTO activations (project_id, activation_id, session_id, trace_id, skill_name,"
+        " skill_version, started_at, rebuilt_at) "
+        "SELECT {p:String}, concat('h', toString(number)), 's', 't',"
+        " {skills:Array(String)}[number % length({skills:Array(String)}) + 1], 'v1',"
+        " fromUnixTimestamp64Micro({end:Int64} - number * 1700000000, 'UTC'), now64(6) "
+        "FROM numbers(400)",
+        {"p": PROJECT, "skills": list(HOSTILE_SKILLS), "end": micros(END)},
+    )
+    rollups = store.scorecards.rollups
+    rollups.clock_margin_us = 0
+    assert rollups.ready()
+
+    def score(value: float, hour: int = -1) -> None:
+        found = store.query(
+            "SELECT activation_id, skill_name FROM activations WHERE project_id = {p:String}"
+            " AND ({h:Int8} < 0 OR toHour(started_at) = {h:Int8})",
+            {"p": PROJECT, "h": hour},
+        )
+        rows = [
+            {
+                "activation_id": r["activation_id"],
+                "evaluator": "security",
+                "evaluator_version": "1",
+                "skill_name": r["skill_name"],
+                "skill_version": "v1",
+                "score": value,
+                "passed": value >= 1.0,
+                "label": "scored",
+                "reason": "",
+                "evidence_step_ids": [],
+                "evidence_tool_call_ids": [],
+                "findings": "[]",
+                "evaluated_at_us": int(datetime.now(UTC).timestamp() * 1e6),
+            }
+            for r in found
+        ]
+        assert store.evaluations.write(PROJECT, rows) == len(rows) > 0
+
+    score(1.0)
+    assert rollups.refresh_dirty() > 0  # whole days
+    assert all(s.clean and s.hourly for s in rollups.day_states(PROJECT))
+    score(0.0, hour=5)  # one hour of each day (one digit: cells pad it): refreshed by the hour
+    marked = [s for s in rollups.day_states(PROJECT) if not s.clean]
+    assert {s.skill_name for s in marked} == set(HOSTILE_SKILLS)
+    assert all(s.hourly and s.dirty_hours == {5} for s in marked)
+    cards = store.scorecards
+    for refreshed in (False, True):
+        if refreshed:
+            assert rollups.refresh_dirty() == len(marked)
+            assert all(s.clean for s in rollups.day_states(PROJECT))
+        for since in (SINCE, None):
+            overview = cards.overview(PROJECT, since=since, read_models=True)
+            raw = cards.overview(PROJECT, since=since, read_models=False)
+            for part, rows in _normal(raw).items():
+                _same(rows, _normal(overview)[part], f"overview {part}")
+            assert {r["skill_name"] for r in overview["skills"]} == set(HOSTILE_SKILLS)
+            for skill in HOSTILE_SKILLS:
+                _equal(
+                    cards.raw_rows(PROJECT, skill, since=since),
+                    cards.rows(PROJECT, skill, since=since),
+                    skill,
+                )
