@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.eval import _machine
+from benchmarks.scorecard_live import time_live
 from benchmarks.scorecard_verify import verify as verify_read_models
 from benchmarks.synthetic_store import (
     SyntheticPlan,
@@ -185,6 +186,7 @@ def run_scorecard_bench(
             console.print("comparing the read models with the raw rows …")
             compared = [popular, typical, names[1], names[-1]]
             verified = verify_read_models(store, PROJECT, compared, popular, end)
+        live = time_live(store, PROJECT, names, popular, end, _timed, repeat)
     finally:
         store.close()
         if not keep:
@@ -204,6 +206,7 @@ def run_scorecard_bench(
         },
         "read_models": read_models,
         "queries": queries,
+        "live": live,
         "verified": verified,
     }
     _print(report, console)
@@ -333,6 +336,17 @@ def _print(report: dict[str, Any], console: Console) -> None:
             f"{q['p95_ms']:,.1f}",
         )
     console.print(table)
+    live = report["live"]
+    for q in live["reads"]:
+        marked = f"hours {live['hours']}" if q["marked"] == "hours" else "whole"
+        console.print(
+            f"live traffic, {live['day']} marked {marked}: {q['query']} {q['window']} "
+            f"{q['median_ms']:,.1f} ms median (p95 {q['p95_ms']:,.1f})"
+        )
+    console.print(
+        "live traffic, the refresher's pass: "
+        + ", ".join(f"marked {k} {v:.3f} CPU-s" for k, v in live["refresh_cpu_s"].items())
+    )
     verified = report["verified"]
     if verified:
         console.print(

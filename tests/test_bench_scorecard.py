@@ -100,6 +100,20 @@ def test_the_bench_generates_what_it_was_asked_and_times_every_query(tmp_path: P
     for q in report["queries"]:
         assert 0 < q["median_ms"] <= q["p95_ms"]
         assert q["cold_ms"] > 0
+    # live traffic: the newest day marked by the hour and whole, read the same either way
+    live = report["live"]
+    reads = {(q["marked"], q["query"], q["window"]): q for q in live["reads"]}
+    expected = [("skills_list", w) for w in ("7d", "30d", "all")] + [("scorecard", "7d")]
+    assert sorted(reads) == sorted((m, q, w) for m in ("hours", "day") for q, w in expected)
+    for query, window in expected:
+        assert (
+            reads[("hours", query, window)]["activations"]
+            == (reads[("day", query, window)]["activations"])
+        )
+        assert reads[("hours", query, window)]["median_ms"] > 0
+    assert reads[("hours", "skills_list", "all")]["activations"] == ACTIVATIONS
+    assert live["hours"] and set(live["refresh_cpu_s"]) == {"hours", "day"}
+    assert "live traffic, the refresher's pass" in text
     assert "scorecard queries over 3,000 activations" in text
     assert "the 200 ms target" in text and "skills list: slowest median" in text
 
