@@ -396,10 +396,12 @@ def test_a_day_marked_by_the_hour_is_refreshed_by_those_hours(store: Store) -> N
     ]
 
     # a newer refresh of the day whose hours are not here, then a mark of one hour: the day is
-    # recomputed whole, and sees the other hour's rows as they are now
+    # recomputed whole (beside another day marked whole, counted once each), and sees the
+    # other hour's rows as they are now
     _refreshed_elsewhere(store, params)
     assert _rescore_hour(store, skill, day, marked) > 0
-    assert rollups.refresh_dirty() == 1
+    rollups.mark(PROJECT, skill, [(END - timedelta(days=4)).date().isoformat()])
+    assert rollups.refresh_dirty() == 2
     redone = _rollups_of(store, skill, day)
     assert [r for r in redone["scorecard_hours"] if r["h"] == other] != [
         r for r in before["scorecard_hours"] if r["h"] == other

@@ -337,7 +337,7 @@ class ScorecardRollups:
             else:
                 whole.setdefault(state.project_id, []).append((state.skill_name, state.day))
         for project_id in sorted({*whole, *by_hour}):
-            cells = whole.get(project_id, [])
+            cells = list(whole.get(project_id, []))
             for states in _chunks(by_hour.get(project_id, [])):
                 cells += self._refresh_hours(project_id, stamp, states)
             for chunk in _chunks(sorted(set(cells))):
@@ -376,6 +376,9 @@ class ScorecardRollups:
         before = self._store.query(STAMPED_HOURS, {**params, "stamped": stamped})
         found = {(str(r["skill_name"]), str(r["day"])) for r in before if not int(r["row_kind"])}
         ready = [state for state in states if (state.skill_name, state.day) in found]
+        missing = [cell for cell in ((s.skill_name, s.day) for s in states) if cell not in found]
+        if not ready:
+            return missing
         dirty = {(state.skill_name, state.day): state.dirty_hours for state in ready}
         kept = [
             row
@@ -391,7 +394,7 @@ class ScorecardRollups:
             {**params, "days": [], "raw_hours": hours, "cells": [], "hour_cells": hour_cells},
         )
         write_refresh(self._store, project_id, stamp, sorted(dirty), kept + fresh)
-        return [cell for cell in ((s.skill_name, s.day) for s in states) if cell not in found]
+        return missing
 
     # -- rows written before the read models existed -----------------------------------------
 

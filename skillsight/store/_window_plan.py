@@ -67,7 +67,7 @@ def window_plan(states: Iterable[DayState], since_us: int, *, hours: bool = True
             start_hour = -(-into // HOUR_US)
             if into % HOUR_US:
                 partial_hour = into // HOUR_US
-        if start_hour == 0 and partial_hour < 0 and all(state.clean for state in on_day):
+        if start_hour == 0 and all(state.clean for state in on_day):  # a whole clean day
             plan.clean.append(day)
             continue
         if not hours or not all(state.hourly for state in on_day):
