@@ -75,7 +75,9 @@ def test_a_windows_days_are_planned_by_day_by_hour_or_from_the_rows() -> None:
     assert window_plan([_state("2026-11-12")], since) == WindowPlan([], [], [], [], [])
 
 
-def _reads(store: Store, since: datetime = SINCE, *, read_models: bool = True) -> dict[str, Any]:
+def _reads(
+    store: Store, since: datetime | None = SINCE, *, read_models: bool = True
+) -> dict[str, Any]:
     """A window's skills list, usage charts and scorecards (the 7-day window's unless told),
     from the read models or from the raw rows."""
     cards = store.scorecards
@@ -227,7 +229,7 @@ def test_a_day_refreshed_before_the_hour_rollups_stays_clean_and_gets_its_hours(
         _same_as_raw(store, since)
 
 
-def _same_as_raw(store: Store, since: datetime) -> None:
+def _same_as_raw(store: Store, since: datetime | None) -> None:
     _same_reads(_reads(store, since, read_models=False), _reads(store, since))
 
 
