@@ -24,11 +24,12 @@ from benchmarks.synthetic_store import (
     skill_version,
 )
 from skillsight.config import Settings
+from skillsight.errors import StoreError
 from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.rebuild.trajectories import atif
 from skillsight.runtime import build_services
 from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
-from skillsight.store._rollups import CLOCK_MARGIN_US
+from skillsight.store._rollups import CLOCK_MARGIN_US, SWEEP_US
 from skillsight.store.records import Activation
 
 pytestmark = pytest.mark.slow
@@ -416,3 +417,48 @@ def test_the_scheduler_files_rows_under_the_stored_start(store: Store) -> None:
         for since in (None, datetime(2026, 11, 21, tzinfo=UTC)):
             raw = store.scorecards.raw_rows(PROJECT, skill, since=since)
             _equal(raw, store.scorecards.rows(PROJECT, skill, since=since), skill)
+
+
+def test_a_pass_reads_the_days_marked_since_the_pass_before(store: Store) -> None:
+    """After its first pass the refresher reads the state of the days marked since its last
+    pass began, not of every day: a day changed without a mark waits for a pass over every
+    day (read from the rows meanwhile); a pass that fails leaves its days to the next one."""
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
+    assert rollups.refresh_dirty() == 0  # the first pass reads every day: all clean
+    days = [(END - timedelta(days=n)).date().isoformat() for n in (1, 4)]
+    # refreshed behind the refresher's back in an older format (an older process): unmarked,
+    # so read from the rows, and not seen by a pass over the marked days
+    store.execute(
+        "INSERT INTO scorecard_days (project_id, skill_name, day, kind, activations,"
+        " refreshed_at) VALUES ({p:String}, {s:String}, {d:Date}, 0, 1, now64(6))",
+        {"p": PROJECT, "s": SKILLS[1], "d": days[1]},
+    )
+    assert rescore(store, SKILLS[0], days[0], 0.5, "7") > 0
+    assert rollups.refresh_dirty() == 1  # the rescored day only
+    dirty = {(s.skill_name, s.day) for s in rollups.day_states(PROJECT) if not s.clean}
+    assert dirty == {(SKILLS[1], days[1])}
+    _compare(store, SKILLS[:2])
+    rollups.sweep_every_us = 0  # every pass reads every day now
+    assert rollups.refresh_dirty() == 1
+    assert all(state.clean for state in rollups.day_states(PROJECT))
+    rollups.sweep_every_us = SWEEP_US
+
+    # a pass that fails after reading the states (the hour rollups gone for a moment): the
+    # next one, reading the days marked since the last pass that finished, refreshes them
+    assert rollups.refresh_dirty() == 0
+    assert rescore(store, SKILLS[0], days[1], 0.0, "8") > 0
+    store.execute("RENAME TABLE scorecard_hours TO scorecard_hours_away")
+    try:
+        with pytest.raises(StoreError):
+            rollups.refresh_dirty()
+    finally:
+        store.execute("RENAME TABLE scorecard_hours_away TO scorecard_hours")
+    assert rollups.refresh_dirty() == 1
+    assert all(state.clean for state in rollups.day_states(PROJECT))
+    _compare(store, (SKILLS[0],))

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 _EPOCH = date(1970, 1, 1).toordinal()
 
 # Per (project, skill, day): the newest mark, the newest mark naming the whole day (hour 24:
-# scorecard_marks'), the newest mark of each hour, the newest refresh and its format.
-_DAY_STATES = """
+# scorecard_marks'), the newest mark of each hour, the newest refresh and its format. __CELLS__
+# narrows each table to some (project, skill, day) cells (``_MARKED_SINCE``) or to none.
+_STATES = """
 SELECT project_id, skill_name, toString(day) AS day,
        toUnixTimestamp64Micro(max(marked_at)) AS marked_us,
        toUnixTimestamp64Micro(maxIf(marked_at, hour = 24)) AS day_marked_us,
@@ -28,13 +29,13 @@ FROM (
            toDateTime64(0, 6, 'UTC') AS refreshed_at, toUInt64(0) AS format
     FROM scorecard_marks
     WHERE ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date} __CELLS__
     UNION ALL
     SELECT project_id, skill_name, day, hour, max(marked_at), toDateTime64(0, 6, 'UTC'),
            toUInt64(0)
     FROM scorecard_hour_marks
     WHERE ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date} __CELLS__
     GROUP BY project_id, skill_name, day, hour
     UNION ALL
     SELECT project_id, skill_name, day, toUInt8(24), toDateTime64(0, 6, 'UTC'), refreshed_at,
@@ -42,10 +43,20 @@ FROM (
     FROM scorecard_days
     WHERE kind = 0
       AND ({project:String} = '' OR project_id = {project:String})
-      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date}
+      AND ({skill:String} = '' OR skill_name = {skill:String}) AND day >= {from:Date} __CELLS__
 )
 GROUP BY project_id, skill_name, day
 ORDER BY project_id, skill_name, day"""
+
+# The cells marked at or after a moment (µs on the store's clock), in either marks table.
+_MARKED_SINCE = """AND (project_id, skill_name, day) IN (
+        SELECT project_id, skill_name, day FROM scorecard_hour_marks
+        WHERE marked_at >= fromUnixTimestamp64Micro({marked_since:Int64}, 'UTC')
+        UNION ALL
+        SELECT project_id, skill_name, day FROM scorecard_marks
+        WHERE marked_at >= fromUnixTimestamp64Micro({marked_since:Int64}, 'UTC'))"""
+_DAY_STATES = _STATES.replace("__CELLS__", "")
+_MARKED_DAY_STATES = _STATES.replace("__CELLS__", _MARKED_SINCE)
 
 
 class DayState(NamedTuple):
@@ -67,14 +78,28 @@ class DayState(NamedTuple):
 
 
 def read_day_states(
-    store: Store, project_id: str = "", skill: str = "", *, since_us: int = 0, margin_us: int
+    store: Store,
+    project_id: str = "",
+    skill: str = "",
+    *,
+    since_us: int = 0,
+    margin_us: int,
+    marked_since_us: int | None = None,
 ) -> list[DayState]:
     """Every marked or refreshed (project, skill, day) ('' = every project, skill), oldest day
     first, from the day of ``since_us`` on; a mark up to ``margin_us`` before a refresh's stamp
-    counts as after it (clocks of cluster nodes)."""
+    counts as after it (clocks of cluster nodes). With ``marked_since_us``, only the days with
+    a mark at or after that moment (store clock, µs)."""
     states = []
-    params = {"project": project_id, "skill": skill, "from": day_of(max(since_us, 0))}
-    for r in store.query(_DAY_STATES, params):
+    params: dict[str, object] = {
+        "project": project_id,
+        "skill": skill,
+        "from": day_of(max(since_us, 0)),
+    }
+    sql = _DAY_STATES
+    if marked_since_us is not None:
+        sql, params["marked_since"] = _MARKED_DAY_STATES, max(marked_since_us, 0)
+    for r in store.query(sql, params):
         marked, refreshed = int(r["marked_us"]), int(r["refreshed_us"])
         written = int(r["format"])
         clean = refreshed > 0 and refreshed >= marked + margin_us and written >= CLEAN_FORMAT

@@ -49,6 +49,12 @@ READ_MODEL = "scorecards"
 CLOCK_MARGIN_US = 2_000_000
 """A mark this close to a refresh's stamp (clocks of two cluster nodes may differ by that much)
 counts as after it: the day is refreshed again."""
+SWEEP_US = 600_000_000
+"""How often a refresher pass reads the state of every day (the others read the days marked
+since the pass before): what it finds then and not before (a mark later than the clock margin
+allows, a day refreshed before the hour rollups) waits at most this long. Reading every state
+costs ~27 CPU-ms at 4,550 (skill, day) cells and ~550 at 73,000 (200 skills for a year), at
+every pass."""
 _REFRESH_CELLS_PER_STATEMENT = 128
 """(skill, day) cells refreshed by one statement: a pass over today's writes refreshes the day of
 every skill written to in a few statements, not four a skill (at 10M activations over 90 days,
@@ -187,6 +193,9 @@ class ScorecardRollups:
         self._ready = False
         self._activations_ready = False
         self.clock_margin_us = clock_margin_us
+        self.sweep_every_us = SWEEP_US
+        # per shard: the stamp of its last pass and of its last pass over every day
+        self._passed: dict[tuple[int, int], tuple[int, int]] = {}
 
     # -- readiness -------------------------------------------------------------------------
 
@@ -297,12 +306,23 @@ class ScorecardRollups:
     # -- refreshing --------------------------------------------------------------------------
 
     def day_states(
-        self, project_id: str = "", skill: str = "", *, since_us: int = 0
+        self,
+        project_id: str = "",
+        skill: str = "",
+        *,
+        since_us: int = 0,
+        marked_since_us: int | None = None,
     ) -> list[DayState]:
         """Every marked or refreshed (project, skill, day), oldest day first; with
-        ``since_us``, from the day of that moment on (a window's days)."""
+        ``since_us``, from the day of that moment on (a window's days); with
+        ``marked_since_us``, only the days marked at or after that moment."""
         return read_day_states(
-            self._store, project_id, skill, since_us=since_us, margin_us=self.clock_margin_us
+            self._store,
+            project_id,
+            skill,
+            since_us=since_us,
+            margin_us=self.clock_margin_us,
+            marked_since_us=marked_since_us,
         )
 
     def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:
@@ -317,17 +337,27 @@ class ScorecardRollups:
         for chunk in _chunks(sorted(set(cells))):
             self._refresh_days(project_id, self._now(), chunk)
 
-    def refresh_dirty(self, shard: tuple[int, int] = (0, 1)) -> int:
+    def refresh_dirty(self, shard: tuple[int, int] = (0, 1), *, sweep: bool = False) -> int:
         """Refresh every day marked since its last refresh, and every clean day refreshed
         before the hour rollups (its day rows stay readable meanwhile), of the skills in this
         shard (by a hash of project and skill), a project's cells together; a day whose marks
         since its refresh all name their hour has only those hours recomputed. Returns the
-        days refreshed."""
+        days refreshed.
+
+        Only the first pass of a shard, one every ``sweep_every_us`` (:data:`SWEEP_US`) and
+        one asked to ``sweep`` read the state of every day; the others read the days marked
+        since the pass before began, less the clock margin: after a pass every day it saw
+        marked is refreshed under its stamp, so a day marked since its refresh has a mark at
+        or after that stamp less the margin (the protocol that keeps a refresh exact). A pass
+        that fails leaves the next one reading from the same moment."""
         index, count = shard
         stamp = self._now()  # before the states are read: a mark they miss is after it
+        last, swept = self._passed.get(shard, (0, 0))
+        sweep = sweep or not last or stamp - swept >= self.sweep_every_us
+        marked_since = None if sweep else last - self.clock_margin_us
         whole: dict[str, list[tuple[str, str]]] = {}
         by_hour: dict[str, list[DayState]] = {}
-        for state in self.day_states():
+        for state in self.day_states(marked_since_us=marked_since):
             if state.clean and state.hourly:
                 continue
             if _shard_of(state.project_id, state.skill_name, count) != index:
@@ -342,6 +372,7 @@ class ScorecardRollups:
                 cells += self._refresh_hours(project_id, stamp, states)
             for chunk in _chunks(sorted(set(cells))):
                 self._refresh_days(project_id, stamp, chunk)
+        self._passed[shard] = (stamp, stamp if sweep else swept)
         return sum(map(len, whole.values())) + sum(map(len, by_hour.values()))
 
     def _now(self) -> int:
