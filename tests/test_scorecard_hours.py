@@ -492,3 +492,28 @@ def test_skills_with_any_name_are_refreshed_and_read_by_the_hour(store: Store) -
                     cards.rows(PROJECT, skill, since=since),
                     skill,
                 )
+
+
+def test_a_reader_of_every_skill_gets_one_state_for_each_day_clean_for_all(store: Store) -> None:
+    """The skills list reads a day clean for every skill alike for all of them, so it asks for
+    one state of such a day (ClickHouse decides which are); a day some skill wrote to since its
+    refresh, and the window's first day, keep every skill's state (read by the hour, with
+    each skill's marker checked); the plan is the same either way."""
+    rollups = _backfilled(store)
+    skill, day = SKILLS[1], (END - timedelta(days=2)).date().isoformat()
+    assert _rescore_hour(store, skill, day, _busiest_hours(store, skill, day)[0]) > 0
+    for since in (None, SINCE):
+        since_us = micros(since) if since else 0
+        every = rollups.day_states(PROJECT, since_us=since_us)
+        once = rollups.day_states(PROJECT, since_us=since_us, clean_days_once=True)
+        first = SINCE.date().isoformat() if since else ""
+        kept = {d for d in {s.day for s in every} if d in (day, first)}
+        assert {(s.skill_name, s.day) for s in once if s.day in kept} == {
+            (s.skill_name, s.day) for s in every if s.day in kept
+        }
+        others = [s for s in once if s.day not in kept]
+        assert others and all(s.clean for s in others)
+        assert len(others) == len({s.day for s in others})  # one state a clean day
+        assert len(once) < len(every)
+        assert window_plan(once, since_us) == window_plan(every, since_us)
+        _same_as_raw(store, since)

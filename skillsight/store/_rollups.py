@@ -312,10 +312,12 @@ class ScorecardRollups:
         *,
         since_us: int = 0,
         marked_since_us: int | None = None,
+        clean_days_once: bool = False,
     ) -> list[DayState]:
-        """Every marked or refreshed (project, skill, day), oldest day first; with
-        ``since_us``, from the day of that moment on (a window's days); with
-        ``marked_since_us``, only the days marked at or after that moment."""
+        """Every marked or refreshed (project, skill, day); with ``since_us``, from the day of
+        that moment on (a window's days); with ``marked_since_us``, only the days marked at or
+        after that moment; with ``clean_days_once``, one state for each day on which every
+        state is clean, but the window's first (:func:`read_day_states`)."""
         return read_day_states(
             self._store,
             project_id,
@@ -323,6 +325,7 @@ class ScorecardRollups:
             since_us=since_us,
             margin_us=self.clock_margin_us,
             marked_since_us=marked_since_us,
+            clean_days_once=clean_days_once,
         )
 
     def refresh(self, project_id: str, skill: str, days: Sequence[str]) -> None:

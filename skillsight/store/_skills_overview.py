@@ -294,7 +294,8 @@ def skills_overview(
             out[_OVERVIEW_SETS[int(row["grouping_set"])]].append(row)
         return out
     rollups = store.scorecards.rollups
-    states = rollups.day_states(project_id, since_us=since_us)
+    # a day clean for every skill is read alike for all: one state stands for it
+    states = rollups.day_states(project_id, since_us=since_us, clean_days_once=True)
     plan = window_plan(states, since_us)
     parts = _rollup_parts(store, params, plan, states)
     if parts is None:  # a refresh's hours not all here yet (a lagging replica): days whole
