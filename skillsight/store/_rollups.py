@@ -37,6 +37,20 @@ import pyarrow.compute as pc
 from skillsight.errors import StoreError
 from skillsight.store._day_aggregates import REFRESH_HOURS, STAMPED_HOURS
 from skillsight.store._day_states import DayState, epoch_hour, read_day_states
+from skillsight.store._rollup_marks import (
+    ACTIVATION_MARK_SELECT,
+    ACTIVATION_MARK_STRUCTURE,
+    COPIED,
+    COPY,
+    COPY_COLUMNS,
+    COPY_SELECT,
+    COPY_STRUCTURE,
+    MARK_COLUMNS,
+    MARK_DAYS,
+    MARK_SELECT,
+    MARK_UNREFRESHED_ACTIVATION_DAYS,
+    STARTS,
+)
 from skillsight.store._rollup_rows import write_refresh
 
 if TYPE_CHECKING:
@@ -60,72 +74,6 @@ _REFRESH_CELLS_PER_STATEMENT = 128
 every skill written to in a few statements, not four a skill (at 10M activations over 90 days,
 the newest day of 50 skills in 3.2-3.6 CPU-s that way)."""
 
-_STR = pa.string()
-_COPY = pa.schema(
-    [
-        ("project_id", _STR),
-        ("skill_name", _STR),
-        ("started_us", pa.int64()),
-        ("started_text", _STR),
-        ("activation_id", _STR),
-        ("evaluator", _STR),
-        ("evaluator_version", _STR),
-        ("skill_version", _STR),
-        ("score", pa.float64()),
-        ("passed", pa.bool_()),
-        ("label", _STR),
-        ("evaluated_at_us", pa.int64()),
-    ]
-)
-# The columns taken as they are from an ``evaluations`` batch.
-_COPIED = frozenset(_COPY.names) - {"project_id", "started_us", "started_text"}
-_COPY_COLUMNS = [
-    "project_id",
-    "skill_name",
-    "started_at",
-    "activation_id",
-    "evaluator",
-    "evaluator_version",
-    "skill_version",
-    "score",
-    "passed",
-    "label",
-    "evaluated_at",
-]
-# The start as the activations table stores it: the record's text, parsed the same way
-# (_rebuild_rows.py), else the start looked up there.
-_STARTED = (
-    "if(started_text != '', parseDateTime64BestEffortOrZero(started_text, 6, 'UTC'), "
-    "fromUnixTimestamp64Micro(started_us, 'UTC'))"
-)
-_COPY_SELECT = (
-    f"project_id, skill_name, {_STARTED}, activation_id, "
-    "evaluator, evaluator_version, skill_version, score, passed, label, "
-    "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"
-)
-# A mark per row (the table keeps one per hour), the hour of the activation's start.
-_MARK_COLUMNS = ["project_id", "skill_name", "day", "hour", "marked_at"]
-_MARK_SELECT = f"project_id, skill_name, toDate({_STARTED}), toHour({_STARTED}), now64(6)"
-_COPY_STRUCTURE = (
-    "project_id String, skill_name String, started_us Int64, started_text String, "
-    "activation_id String, "
-    "evaluator String, evaluator_version String, skill_version String, "
-    "score Nullable(Float64), passed Nullable(Bool), label String, evaluated_at_us Int64"
-)
-
-# The start of each activation as the scorecard joins it: the activation's earliest stored
-# start (a rebuild keeps it; see _scorecards.py).
-_STARTS = """
-SELECT activation_id, toUnixTimestamp64Micro(min(started_at)) AS started_us
-FROM activations
-WHERE project_id = {project:String} AND skill_name IN {skills:Array(String)}
-  AND activation_id IN {ids:Array(String)}
-GROUP BY activation_id"""
-
-_MARK_DAYS = """
-INSERT INTO scorecard_marks (project_id, skill_name, day, marked_at)
-SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)"""
-
 _NOW = "SELECT toUnixTimestamp64Micro(now64(6)) AS now_us"
 
 ACTIVATIONS_READ_MODEL = "activation_days"
@@ -133,20 +81,6 @@ ACTIVATIONS_READ_MODEL = "activation_days"
 ``read_models`` once the days written before the rebuild write path marked them are marked):
 readers may then count activations from the kind 4 rows of clean days."""
 
-# The (skill, start day, hour) of every activation row written, from a rebuild's batch.
-_ACTIVATION_START = "parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')"
-_ACTIVATION_MARK_SELECT = (
-    f"project_id, skill_name, toDate({_ACTIVATION_START}), toHour({_ACTIVATION_START}), now64(6)"
-)
-_ACTIVATION_MARK_STRUCTURE = "project_id String, skill_name String, started_at String"
-# Every (project, skill, start day) of the activations table never refreshed (a day refreshed
-# in an older format is refreshed again anyway).
-_MARK_UNREFRESHED_ACTIVATION_DAYS = """
-INSERT INTO scorecard_marks (project_id, skill_name, day, marked_at)
-SELECT project_id, skill_name, day, now64(6)
-FROM (SELECT DISTINCT project_id, skill_name, toDate(started_at) AS day FROM activations)
-WHERE (project_id, skill_name, day) NOT IN (
-    SELECT project_id, skill_name, day FROM scorecard_days WHERE kind = 0)"""
 _ANY_ACTIVATION = "SELECT count() AS n FROM (SELECT 1 FROM activations LIMIT 1)"
 
 _READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
@@ -162,7 +96,7 @@ ORDER BY project_id, skill_name"""
 
 # Every current evaluation row of a skill with its activation's start (the scorecard's join).
 _BACKFILL = f"""
-INSERT INTO scorecard_rows ({", ".join(_COPY_COLUMNS)})
+INSERT INTO scorecard_rows ({", ".join(COPY_COLUMNS)})
 SELECT e.project_id, e.skill_name, a.started_at, e.activation_id, e.evaluator,
        e.evaluator_version, e.skill_version, e.score, e.passed, e.label, e.evaluated_at
 FROM (
@@ -234,7 +168,7 @@ class ScorecardRollups:
         """Mark every (skill, start day) of the ``activations`` table never refreshed (written
         before rebuilds marked their days, and nobody scored them), then record the activation
         read model as ready: the refresher counts them."""
-        self._store.execute(_MARK_UNREFRESHED_ACTIVATION_DAYS)
+        self._store.execute(MARK_UNREFRESHED_ACTIVATION_DAYS)
         self._store.execute(_SET_READY, {"name": ACTIVATIONS_READ_MODEL})
         self._activations_ready = True
 
@@ -250,10 +184,10 @@ class ScorecardRollups:
         narrow = production.select(["project_id", "skill_name", "started_at"])
         self._store.insert_select(
             "scorecard_hour_marks",
-            _MARK_COLUMNS,
-            _ACTIVATION_MARK_SELECT,
+            MARK_COLUMNS,
+            ACTIVATION_MARK_SELECT,
             narrow,
-            _ACTIVATION_MARK_STRUCTURE,
+            ACTIVATION_MARK_STRUCTURE,
         )
 
     def record(self, project_id: str, evaluations: pa.Table, started: Sequence[str] = ()) -> int:
@@ -275,23 +209,21 @@ class ScorecardRollups:
             params = {"project": project_id, "skills": skills, "ids": unknown}
             starts = {
                 str(r["activation_id"]): int(r["started_us"])
-                for r in self._store.query(_STARTS, params)
+                for r in self._store.query(STARTS, params)
             }
         keep = [i for i in range(count) if texts[i] or ids[i] in starts]
         if not keep:
             return 0
         picked = evaluations.take(pa.array(keep, pa.int64()))
-        columns = {name: picked.column(name) for name in _COPY.names if name in _COPIED}
-        columns["project_id"] = pa.array([project_id] * len(keep), _STR)
+        columns = {name: picked.column(name) for name in COPY.names if name in COPIED}
+        columns["project_id"] = pa.array([project_id] * len(keep), pa.string())
         columns["started_us"] = pa.array([starts.get(ids[i], 0) for i in keep], pa.int64())
-        columns["started_text"] = pa.array([texts[i] for i in keep], _STR)
-        copy = pa.table([columns[name] for name in _COPY.names], schema=_COPY)
-        self._store.insert_select(
-            "scorecard_rows", _COPY_COLUMNS, _COPY_SELECT, copy, _COPY_STRUCTURE
-        )
+        columns["started_text"] = pa.array([texts[i] for i in keep], pa.string())
+        copy = pa.table([columns[name] for name in COPY.names], schema=COPY)
+        self._store.insert_select("scorecard_rows", COPY_COLUMNS, COPY_SELECT, copy, COPY_STRUCTURE)
         # after the rows, from the same batch: a mark per row (the table keeps one per hour)
         self._store.insert_select(
-            "scorecard_hour_marks", _MARK_COLUMNS, _MARK_SELECT, copy, _COPY_STRUCTURE
+            "scorecard_hour_marks", MARK_COLUMNS, MARK_SELECT, copy, COPY_STRUCTURE
         )
         return len(keep)
 
@@ -300,7 +232,7 @@ class ScorecardRollups:
         their rows)."""
         if days:
             self._store.execute(
-                _MARK_DAYS, {"project": project_id, "skill": skill, "days": list(days)}
+                MARK_DAYS, {"project": project_id, "skill": skill, "days": list(days)}
             )
 
     # -- refreshing --------------------------------------------------------------------------
