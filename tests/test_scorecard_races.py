@@ -28,7 +28,7 @@ from skillsight.rebuild.trajectories import atif
 from skillsight.store import Store
 from skillsight.store.records import Activation
 from tests.test_scorecard_hours import END, PROJECT, SINCE, SKILLS, _backfilled, _same_as_raw
-from tests.test_scorecard_rollups import rescore
+from tests.test_scorecard_rollups import Statement, rescore, wrapped_statements
 
 pytestmark = pytest.mark.slow
 
@@ -182,26 +182,19 @@ def _interleaved(store: Store) -> Iterator[None]:
     service would, instead of taking the store's lock straight back: a millisecond, and after a
     mark long enough for a whole refresher pass (a mark written before the rows it marks would
     let that pass stamp the day clean without them). The statements run as they are."""
-    names = ("query", "execute", "insert_select")
-    originals = {name: getattr(store, name) for name in names}
 
-    def paced(name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+    def paced(name: str, method: Statement) -> Statement:
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
-                return call(*args, **kwargs)
+                return method(*args, **kwargs)
             finally:
                 marked = name != "query" and "_marks" in str(args[0])
                 time.sleep(MARK_PAUSE_S if marked else 0.001)
 
         return run
 
-    for name, call in originals.items():
-        setattr(store, name, paced(name, call))
-    try:
+    with wrapped_statements(store, paced):
         yield
-    finally:
-        for name in names:
-            delattr(store, name)
 
 
 def _all_as_raw(store: Store) -> None:

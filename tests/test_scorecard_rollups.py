@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -186,27 +186,37 @@ def _rescored_days_are_marked_and_refreshed(store: Store) -> None:
     _compare(store, (popular, other))
 
 
+Statement = Callable[..., Any]
+
+
+@contextmanager
+def wrapped_statements(store: Store, wrap: Callable[[str, Statement], Statement]) -> Iterator[None]:
+    """The store's statement methods (``query``, ``execute``, ``insert_select``) replaced by
+    ``wrap(name, method)`` inside the block, in every thread; the statements still run."""
+    names = ("query", "execute", "insert_select")
+    for name in names:
+        setattr(store, name, wrap(name, getattr(store, name)))
+    try:
+        yield
+    finally:
+        for name in names:
+            delattr(store, name)
+
+
 @contextmanager
 def _statements(store: Store) -> Iterator[list[str]]:
     """The statements the store runs inside the block (their first words)."""
     seen: list[str] = []
-    methods = ("query", "execute", "insert_select")
-    originals = {name: getattr(store, name) for name in methods}
 
-    def counted(name: str) -> Any:
+    def counted(name: str, method: Statement) -> Statement:
         def call(*args: Any, **kwargs: Any) -> Any:
             seen.append(f"{name}: {' '.join(str(args[0]).split()[:6])}")
-            return originals[name](*args, **kwargs)
+            return method(*args, **kwargs)
 
         return call
 
-    for name in methods:
-        setattr(store, name, counted(name))
-    try:
+    with wrapped_statements(store, counted):
         yield seen
-    finally:
-        for name in methods:
-            delattr(store, name)
 
 
 def _second_rebuild(store: Store) -> None:

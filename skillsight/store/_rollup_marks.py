@@ -41,18 +41,18 @@ COPY_COLUMNS = [
 ]
 # The start as the activations table stores it: the record's text, parsed the same way
 # (_rebuild_rows.py), else the start looked up there.
-STARTED = (
+_STARTED = (
     "if(started_text != '', parseDateTime64BestEffortOrZero(started_text, 6, 'UTC'), "
     "fromUnixTimestamp64Micro(started_us, 'UTC'))"
 )
 COPY_SELECT = (
-    f"project_id, skill_name, {STARTED}, activation_id, "
+    f"project_id, skill_name, {_STARTED}, activation_id, "
     "evaluator, evaluator_version, skill_version, score, passed, label, "
     "fromUnixTimestamp64Micro(evaluated_at_us, 'UTC')"
 )
 # A mark per row (the table keeps one per hour), the hour of the activation's start.
 MARK_COLUMNS = ["project_id", "skill_name", "day", "hour", "marked_at"]
-MARK_SELECT = f"project_id, skill_name, toDate({STARTED}), toHour({STARTED}), now64(6)"
+MARK_SELECT = f"project_id, skill_name, toDate({_STARTED}), toHour({_STARTED}), now64(6)"
 COPY_STRUCTURE = (
     "project_id String, skill_name String, started_us Int64, started_text String, "
     "activation_id String, "
@@ -74,9 +74,9 @@ INSERT INTO scorecard_marks (project_id, skill_name, day, marked_at)
 SELECT {project:String}, {skill:String}, arrayJoin({days:Array(Date)}), now64(6)"""
 
 # The (skill, start day, hour) of every activation row written, from a rebuild's batch.
-ACTIVATION_START = "parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')"
+_ACTIVATION_START = "parseDateTime64BestEffortOrZero(started_at, 6, 'UTC')"
 ACTIVATION_MARK_SELECT = (
-    f"project_id, skill_name, toDate({ACTIVATION_START}), toHour({ACTIVATION_START}), now64(6)"
+    f"project_id, skill_name, toDate({_ACTIVATION_START}), toHour({_ACTIVATION_START}), now64(6)"
 )
 ACTIVATION_MARK_STRUCTURE = "project_id String, skill_name String, started_at String"
 # Every (project, skill, start day) of the activations table never refreshed (a day refreshed
