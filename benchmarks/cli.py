@@ -308,6 +308,15 @@ def bench_scorecard(
             "before and after rescoring (writes the rescores into the store).",
         ),
     ] = False,
+    sustain: Annotated[
+        float,
+        typer.Option(
+            "--sustain",
+            help="Seconds of steady traffic (the newest hour marked again and again) to time "
+            "the refresher's passes over, without and with the service's hold (time-scaled: "
+            "passes every second, a 12 s hold); 0 skips it.",
+        ),
+    ] = 48.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
@@ -327,6 +336,7 @@ def bench_scorecard(
             keep=keep,
             repeat=repeat,
             verify=verify,
+            sustain_s=sustain,
             console=console,
         )
     except SkillsightError as exc:

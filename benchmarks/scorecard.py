@@ -33,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.eval import _machine
-from benchmarks.scorecard_live import time_live
+from benchmarks.scorecard_live import sustain_live, time_live
 from benchmarks.scorecard_verify import verify as verify_read_models
 from benchmarks.synthetic_store import (
     SyntheticPlan,
@@ -149,6 +149,7 @@ def run_scorecard_bench(
     keep: bool = False,
     repeat: int = 7,
     verify: bool = False,
+    sustain_s: float = 0.0,
     console: Console,
 ) -> dict[str, Any]:
     """Generate (or reuse) the dataset, bring its read models up to date, time the queries,
@@ -187,6 +188,9 @@ def run_scorecard_bench(
             compared = [popular, typical, names[1], names[-1]]
             verified = verify_read_models(store, PROJECT, compared, popular, end)
         live = time_live(store, PROJECT, names, popular, end, _timed, repeat)
+        if sustain_s > 0:
+            console.print(f"steady traffic, {sustain_s:.0f} s with and without the hold …")
+            live["sustained"] = sustain_live(store, PROJECT, names, end, sustain_s)
     finally:
         store.close()
         if not keep:
@@ -347,6 +351,18 @@ def _print(report: dict[str, Any], console: Console) -> None:
         "live traffic, the refresher's pass: "
         + ", ".join(f"marked {k} {v:.3f} CPU-s" for k, v in live["refresh_cpu_s"].items())
     )
+    sustained = live.get("sustained")
+    if sustained:
+        console.print(
+            f"steady traffic ({sustained['skills']} skills' newest hour marked, a pass every "
+            f"{sustained['interval_s']:g} s for {sustained['seconds']:g} s): the refresher "
+            + ", ".join(
+                f"{name.replace('_', ' ')} {run['refresher_cpu_s']:.2f} CPU-s "
+                f"({run['cpu_share']:.1%} of a core, {run['days_refreshed']:,} days refreshed)"
+                for name, run in ((n, sustained[n]) for n in ("no_hold", "hold"))
+            )
+            + f"; hold {sustained['hold_s']:g} s"
+        )
     verified = report["verified"]
     if verified:
         console.print(

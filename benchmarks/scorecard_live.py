@@ -6,6 +6,8 @@ and only the marked ones from the rows; a mark naming the whole day (how every m
 before) sends all of it to the rows. This times the skills list and the popular skill's 7-day
 scorecard with the newest day's two latest hours marked for every skill, then with the day
 marked whole, and the refresher's pass (CPU) that cleans each, then leaves the store clean.
+:func:`sustain_live` keeps marking the newest hour for a while, as steady traffic does, and
+counts what the refresher's passes cost with and without the service's hold.
 """
 
 from __future__ import annotations
@@ -61,6 +63,59 @@ def time_live(
     finally:
         rollups.clock_margin_us = margin
     return {"day": day, "hours": hours, "reads": reads, "refresh_cpu_s": refresh_cpu_s}
+
+
+def sustain_live(
+    store: Store,
+    project: str,
+    skills: tuple[str, ...],
+    end: datetime,
+    seconds: float,
+    *,
+    interval_s: float = 1.0,
+    hold_s: float = 12.0,
+) -> dict[str, Any]:
+    """Steady traffic, time-scaled: the newest hour of every skill marked five times per
+    refresher interval (a score a second against the service's 5 s passes), a pass every
+    ``interval_s``, for ``seconds``; first with no hold, then holding a day refreshed less
+    than ``hold_s`` ago (the service's 60 s against its 5 s passes, scaled by 1/5). The
+    refresher's CPU over each run, and what it refreshed."""
+    rollups = store.scorecards.rollups
+    margin, rollups.clock_margin_us = rollups.clock_margin_us, 0  # one process, one clock
+    day = end.date().isoformat()
+    params: dict[str, Any] = {"project": project, "day": day, "skills": list(skills)}
+    params["hours"] = [end.hour]
+    runs: dict[str, dict[str, float]] = {}
+    try:
+        for name, hold in (("no_hold", 0.0), ("hold", hold_s)):
+            rollups.refresh_dirty(sweep=True)
+            cpu, passes, days, held = 0.0, 0, 0, 0
+            started = time.monotonic()
+            due = started
+            while (now := time.monotonic()) - started < seconds:
+                store.execute(_MARK_HOURS, params)
+                if now >= due:
+                    before = time.process_time()
+                    days += rollups.refresh_dirty(hold_us=round(hold * 1e6))
+                    cpu += time.process_time() - before
+                    passes, held, due = passes + 1, held + rollups.held, due + interval_s
+                time.sleep(interval_s / 5)
+            runs[name] = {
+                "passes": passes,
+                "days_refreshed": days,
+                "days_held": held,
+                "refresher_cpu_s": round(cpu, 3),
+                "cpu_share": round(cpu / seconds, 4),
+            }
+        rollups.refresh_dirty()
+    finally:
+        rollups.clock_margin_us = margin
+    return {
+        "seconds": seconds,
+        "interval_s": interval_s,
+        "hold_s": hold_s,
+        "skills": len(skills),
+    } | runs
 
 
 def _reads(

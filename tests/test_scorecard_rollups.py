@@ -362,13 +362,22 @@ def test_the_refresher_backfills_then_refreshes_marked_days(tmp_path: Path) -> N
         store.migrate()
         plan = SyntheticPlan(PROJECT, SKILLS[:2], (60, 30), int(END.timestamp() * 1e6), days=5)
         fill_synthetic_scorecards(store, plan)
-        refresher = ReadModelRefresher(store, interval_s=60)
+        refresher = ReadModelRefresher(store, interval_s=60, hold_s=3600)
         assert refresher.refresh_now() == 0  # the backfill refreshes what it copies
         assert refresher.stats.backfilled_skills == 2 and store.scorecards.rollups.ready()
         assert rescore(store, SKILLS[0], END.date().isoformat(), 0.0, "5") > 0
         store.scorecards.rollups.clock_margin_us = 0
+        # refreshed by the backfill less than the hold ago, marked in some hours: it waits,
+        # read from the rows meanwhile
+        assert refresher.refresh_now() == 0
+        assert refresher.health()["days_held"] == 1
+        _equal(
+            store.scorecards.raw_rows(PROJECT, SKILLS[0]), store.scorecards.rows(PROJECT, SKILLS[0])
+        )
+        refresher.hold_s = 0
         assert refresher.refresh_now() == 1
-        assert refresher.health()["days_refreshed"] == 1
+        health = refresher.health()
+        assert (health["days_refreshed"], health["days_held"]) == (1, 0)
         _equal(
             store.scorecards.raw_rows(PROJECT, SKILLS[0]), store.scorecards.rows(PROJECT, SKILLS[0])
         )
@@ -472,3 +481,44 @@ def test_a_pass_reads_the_days_marked_since_the_pass_before(store: Store) -> Non
     assert rollups.refresh_dirty() == 1
     assert all(state.clean for state in rollups.day_states(PROJECT))
     _compare(store, (SKILLS[0],))
+
+
+def test_a_day_of_live_traffic_waits_out_the_hold(store: Store) -> None:
+    """A day refreshed less than ``hold_us`` ago whose marks since all name their hour (what
+    live traffic writes) waits, read from the rows meanwhile, and a later pass sees it again
+    without a new mark; a day marked whole does not wait, nor one refreshed before the hold."""
+    plan = SyntheticPlan(
+        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
+    )
+    fill_synthetic_scorecards(store, plan)
+    rollups = store.scorecards.rollups
+    rollups.backfill()
+    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
+    assert rollups.refresh_dirty() == 0
+    newest = store.query(
+        "SELECT toString(toDate(max(started_at))) AS day, toHour(max(started_at)) AS hour"
+        " FROM activations WHERE project_id = {p:String} AND skill_name = {s:String}",
+        {"p": PROJECT, "s": SKILLS[0]},
+    )[0]
+    day, hour = str(newest["day"]), int(newest["hour"])
+    whole = (END - timedelta(days=3)).date().isoformat()
+    assert rescore(store, SKILLS[0], day, 0.25, "7", hour=hour) > 0
+    rollups.mark(PROJECT, SKILLS[1], [whole])
+    an_hour = 3_600_000_000
+
+    def dirty() -> dict[tuple[str, str], frozenset[int]]:
+        found = rollups.day_states(PROJECT)
+        return {(s.skill_name, s.day): s.dirty_hours for s in found if not s.clean}
+
+    assert rollups.refresh_dirty(hold_us=an_hour) == 1  # the day marked whole
+    assert rollups.held == 1
+    assert dirty() == {(SKILLS[0], day): frozenset({hour})}
+    _compare(store, SKILLS[:2])
+    # no mark since: the pass before left its cursor at the held day's refresh, so this one
+    # reads it again (and holds it again), and so does the one after, which refreshes it
+    assert rollups.refresh_dirty(hold_us=an_hour) == 0
+    assert rollups.held == 1
+    assert rollups.refresh_dirty(hold_us=1) == 1  # refreshed longer ago than the hold
+    assert rollups.held == 0
+    assert dirty() == {}
+    _compare(store, SKILLS[:2])

@@ -222,6 +222,12 @@ class Settings:
         "how often evaluating processes refresh the scorecard aggregates of days scored since "
         "(reads stay exact meanwhile); 0 = never",
     )
+    scorecard_refresh_hold_s: float = _setting(
+        60.0,
+        "float",
+        "a day refreshed less than this long ago whose new scores are all in a few hours (live "
+        "traffic's) waits: its marked hours are read from the rows meanwhile (reads stay exact)",
+    )
     # Failure clusters (docs/clusters.md); checked at start-up by skillsight.clustering.
     cluster_enabled: bool = _setting(
         True, "bool", "cluster failing activations: runs on a schedule, new failures joined at once"

@@ -157,7 +157,10 @@ async def build_services(
             await stack.enter_async_context(services.scheduler)
             if settings.scorecard_refresh_s > 0:  # the scorecard aggregates of what it scores
                 services.refresher = ReadModelRefresher(
-                    store, interval_s=settings.scorecard_refresh_s, shard=shard
+                    store,
+                    interval_s=settings.scorecard_refresh_s,
+                    hold_s=settings.scorecard_refresh_hold_s,
+                    shard=shard,
                 )
                 await stack.enter_async_context(services.refresher)
             if settings.cluster_enabled:

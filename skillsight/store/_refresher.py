@@ -3,8 +3,10 @@
 Every ``interval_s`` it recomputes the (skill, day) aggregates whose rows were written since
 their last refresh, off the event loop. Reads are exact without it (a marked day is read from
 the copied rows), so it only keeps those days few: a scorecard then reads a handful of
-aggregate rows per day. Its first pass copies the rows written before the read models existed
-(:meth:`ScorecardRollups.backfill`), after which readers switch to the read models.
+aggregate rows per day. A day it refreshed less than ``hold_s`` ago whose marks since all name
+their hour (steady traffic's newest hour, marked again within a second) waits. Its first pass
+copies the rows written before the read models existed (:meth:`ScorecardRollups.backfill`),
+after which readers switch to the read models.
 
 Several processes may run one (the evaluation workers of a scaled-out deployment): each takes the
 skills whose hash falls in its ``shard``; a day refreshed twice is harmless.
@@ -21,6 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from skillsight.errors import ConfigError, SkillsightError
+from skillsight.store._rollups import HOLD_US
 
 if TYPE_CHECKING:
     from skillsight.store._store import Store
@@ -32,6 +35,9 @@ log = logging.getLogger(__name__)
 class RefresherStats:
     passes: int = 0
     days_refreshed: int = 0
+    days_held: int = 0
+    """Days the last pass left waiting: refreshed less than ``hold_s`` ago, marked since in
+    some hours only (live traffic's)."""
     backfilled_skills: int = 0
     errors: int = 0
     last_error: str = ""
@@ -42,13 +48,21 @@ class ReadModelRefresher:
     """Async context manager refreshing the scorecard read models on a schedule."""
 
     def __init__(
-        self, store: Store, *, interval_s: float = 5.0, shard: tuple[int, int] = (0, 1)
+        self,
+        store: Store,
+        *,
+        interval_s: float = 5.0,
+        hold_s: float = HOLD_US / 1e6,
+        shard: tuple[int, int] = (0, 1),
     ) -> None:
         index, count = shard
-        if interval_s <= 0 or count < 1 or not 0 <= index < count:
-            raise ConfigError(f"refresher: interval {interval_s} s, shard {index} of {count}")
+        if interval_s <= 0 or hold_s < 0 or count < 1 or not 0 <= index < count:
+            raise ConfigError(
+                f"refresher: interval {interval_s} s, hold {hold_s} s, shard {index} of {count}"
+            )
         self.store = store
         self.interval_s = interval_s
+        self.hold_s = hold_s
         self.shard = (index, count)
         self.stats = RefresherStats()
         self._task: asyncio.Task[None] | None = None
@@ -77,9 +91,10 @@ class ReadModelRefresher:
             self.stats.backfilled_skills += rollups.backfill()
         elif not rollups.activations_ready() and self.shard[0] == 0:
             rollups.mark_activation_days()  # activations written before rebuilds marked days
-        days = rollups.refresh_dirty(self.shard)
+        days = rollups.refresh_dirty(self.shard, hold_us=round(self.hold_s * 1e6))
         self.stats.passes += 1
         self.stats.days_refreshed += days
+        self.stats.days_held = rollups.held
         self.stats.last_pass_ms = (time.perf_counter() - started) * 1000
         return days
 
@@ -100,6 +115,7 @@ class ReadModelRefresher:
             "shard": list(self.shard),
             "passes": s.passes,
             "days_refreshed": s.days_refreshed,
+            "days_held": s.days_held,
             "backfilled_skills": s.backfilled_skills,
             "errors": s.errors,
             "last_error": s.last_error,

@@ -69,6 +69,13 @@ since the pass before): what it finds then and not before (a mark later than the
 allows, a day refreshed before the hour rollups) waits at most this long. Reading every state
 costs ~27 CPU-ms at 4,550 (skill, day) cells and ~550 at 73,000 (200 skills for a year), at
 every pass."""
+HOLD_US = 60_000_000
+"""What the service's refresher passes as ``refresh_dirty``'s ``hold_us``
+(``SKILLSIGHT_SCORECARD_REFRESH_HOLD_S``): a day refreshed less than this long ago whose marks
+since all name their hour waits. Live traffic marks today's newest hour again within a second
+of each refresh, so readers read that hour from the rows whatever the refresher does;
+refreshing it at every pass (5 s) cost ~0.3 CPU-s a pass at 50 skills written to
+(docs/performance.md) and grows with them."""
 _REFRESH_CELLS_PER_STATEMENT = 128
 """(skill, day) cells refreshed by one statement: a pass over today's writes refreshes the day of
 every skill written to in a few statements, not four a skill (at 10M activations over 90 days,
@@ -130,6 +137,8 @@ class ScorecardRollups:
         self.sweep_every_us = SWEEP_US
         # per shard: the stamp of its last pass and of its last pass over every day
         self._passed: dict[tuple[int, int], tuple[int, int]] = {}
+        self.held = 0
+        """Days the last :meth:`refresh_dirty` left waiting (its ``hold_us``)."""
 
     # -- readiness -------------------------------------------------------------------------
 
@@ -272,7 +281,9 @@ class ScorecardRollups:
         for chunk in _chunks(sorted(set(cells))):
             self._refresh_days(project_id, self._now(), chunk)
 
-    def refresh_dirty(self, shard: tuple[int, int] = (0, 1), *, sweep: bool = False) -> int:
+    def refresh_dirty(
+        self, shard: tuple[int, int] = (0, 1), *, sweep: bool = False, hold_us: int = 0
+    ) -> int:
         """Refresh every day marked since its last refresh, and every clean day refreshed
         before the hour rollups (its day rows stay readable meanwhile), of the skills in this
         shard (by a hash of project and skill), a project's cells together; a day whose marks
@@ -284,7 +295,13 @@ class ScorecardRollups:
         since the pass before began, less the clock margin: after a pass every day it saw
         marked is refreshed under its stamp, so a day marked since its refresh has a mark at
         or after that stamp less the margin (the protocol that keeps a refresh exact). A pass
-        that fails leaves the next one reading from the same moment."""
+        that fails leaves the next one reading from the same moment.
+
+        With ``hold_us``, a day whose marks since its refresh all name their hour waits while
+        that refresh is younger than ``hold_us`` (:data:`HOLD_US`; readers read its marked
+        hours from the rows meanwhile); the next pass reads from that refresh's stamp at the
+        latest, so it sees the day again. A day marked whole or never refreshed does not wait.
+        :attr:`held` counts the days that waited in the last pass."""
         index, count = shard
         stamp = self._now()  # before the states are read: a mark they miss is after it
         last, swept = self._passed.get(shard, (0, 0))
@@ -292,10 +309,15 @@ class ScorecardRollups:
         marked_since = None if sweep else last - self.clock_margin_us
         whole: dict[str, list[tuple[str, str]]] = {}
         by_hour: dict[str, list[DayState]] = {}
+        cursor, held = stamp, 0
         for state in self.day_states(marked_since_us=marked_since):
             if state.clean and state.hourly:
                 continue
             if _shard_of(state.project_id, state.skill_name, count) != index:
+                continue
+            if state.hourly and stamp - state.refreshed_us < hold_us:
+                # its marks are after its refresh less the margin: the next pass reads them
+                cursor, held = min(cursor, state.refreshed_us), held + 1
                 continue
             if state.hourly:
                 by_hour.setdefault(state.project_id, []).append(state)
@@ -307,7 +329,8 @@ class ScorecardRollups:
                 cells += self._refresh_hours(project_id, stamp, states)
             for chunk in _chunks(sorted(set(cells))):
                 self._refresh_days(project_id, stamp, chunk)
-        self._passed[shard] = (stamp, stamp if sweep else swept)
+        self._passed[shard] = (cursor, stamp if sweep else swept)
+        self.held = held
         return sum(map(len, whole.values())) + sum(map(len, by_hour.values()))
 
     def _now(self) -> int:
