@@ -3,6 +3,7 @@ rules), stored failure texts, memberships of runs and of online assignment, stat
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -236,6 +237,51 @@ def test_membership_is_the_latest_run_plus_what_came_online_after_it(store: Stor
     run = clusters.latest_run(P)
     assert clusters.membership(P, run) == {"a": "c2", "c": "c2"}
     assert clusters.online(P, run) == {}
+
+
+def test_a_cluster_page_reads_its_cluster_sorted_by_start(store: Store) -> None:
+    """A cluster's member page reads the table's projection sorted by cluster and start
+    (migration 0024), its cluster's granules only, and gives the page the rows give; so after
+    a merge, which rebuilds the projection from the merged rows."""
+    from skillsight.store._clusters import _OF_CLUSTER, _run_params
+
+    clusters, per_part, count = store.clusters, 20_000, 30
+    for part in range(3):  # three inserts: three parts
+        clusters.write_members(
+            P,
+            [
+                _member(f"m{n:06d}", f"c{n % count}", "r1", "run", NOW, started=NOW - n * 1000)
+                for n in range(part * per_part, (part + 1) * per_part)
+            ],
+        )
+    clusters.write_run(P, _run("r1", NOW))
+    moved = "m000003"  # a member of c3 that joined c4 since the run
+    clusters.write_members(
+        P,
+        [_member(moved, "c4", "r1", "online", NOW + 10)]
+        + [_member(f"o{n}", "c3", "r1", "online", NOW + 20, started=NOW + n) for n in range(5)],
+    )
+    run = clusters.latest_run(P)
+    expected = [f"o{n}" for n in reversed(range(5))] + [
+        f"m{n:06d}" for n in range(3, 3 * per_part, count) if f"m{n:06d}" != moved
+    ]
+
+    def page() -> list[str]:
+        found = clusters.members(P, "c3", run, limit=25, offset=40)
+        return [str(m["activation_id"]) for m in found]
+
+    def plan() -> str:
+        params = {**_run_params(P, run), "cluster": "c3", "limit": 25, "offset": 40}
+        found = store.query("EXPLAIN indexes = 1 " + _OF_CLUSTER, params | {"window": 130})
+        return "\n".join(str(row["explain"]) for row in found)
+
+    for merged in (False, True):
+        assert page() == expected[40:65], f"merged: {merged}"
+        read = plan()
+        assert "ReadFromMergeTree (by_cluster)" in read, read
+        granules = re.search(r"Granules: (\d+)/(\d+)", read.split("PrimaryKey", 1)[1])
+        assert granules and int(granules[1]) < int(granules[2]), read
+        store.execute("OPTIMIZE TABLE cluster_members FINAL")
 
 
 def test_the_status_log_keeps_the_latest_change_per_cluster(store: Store) -> None:

@@ -180,8 +180,11 @@ _OF_ACTIVATIONS = _CURRENT.replace(
 # A page of one cluster's members: its rows of the latest run or joined online since, minus the
 # activations whose newest row since the run is another cluster's (the only way a newer row can
 # supersede one of these); the latest started first. A partial sort takes the page's rows (twice
-# as many, for an activation with both a run row and an online row here) before deduplicating,
-# so a page costs a pass over the rows' cluster ids, not a sort of a large cluster.
+# as many, for an activation with both a run row and an online row here) before deduplicating.
+# The rows come from the table's projection sorted by cluster and start (migration 0024), so a
+# page reads its cluster's granules, not every member row's cluster id; reading them in reverse
+# order to stop early cost more than sorting them (a large cluster at 10M activations, spread
+# over 21 parts: 73 against 23 ms).
 _OF_CLUSTER = """
 SELECT activation_id, cluster_id, run_id, assigned_by, distance, session_id, skill_name,
        skill_version, toUnixTimestamp64Micro(started_at) AS started_at,
@@ -206,7 +209,8 @@ FROM (
     LIMIT 1 BY activation_id
 )
 ORDER BY started_at DESC, activation_id
-LIMIT {limit:UInt32} OFFSET {offset:UInt32}"""
+LIMIT {limit:UInt32} OFFSET {offset:UInt32}
+SETTINGS optimize_read_in_order = 0"""
 # What online assignment added since the run, per cluster (members it counted already aside).
 _ONLINE = """
 SELECT cluster_id, count() AS members, uniqExact(session_id) AS sessions,
