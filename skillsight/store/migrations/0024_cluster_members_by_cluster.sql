@@ -5,5 +5,5 @@
 -- start: the page reads its cluster's granules, newest first. A ReplacingMergeTree keeps a
 -- projection only when told what its merges do to it: rebuilt from the merged rows.
 ALTER TABLE cluster_members MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild';
-ALTER TABLE cluster_members ADD PROJECTION by_cluster (SELECT * ORDER BY project_id, cluster_id, started_at);
+ALTER TABLE cluster_members ADD PROJECTION IF NOT EXISTS by_cluster (SELECT * ORDER BY project_id, cluster_id, started_at);
 ALTER TABLE cluster_members MATERIALIZE PROJECTION by_cluster;
