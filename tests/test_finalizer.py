@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import os
 import random
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -471,6 +473,52 @@ def test_a_failing_session_is_counted_and_the_others_are_rebuilt_and_announced(
         ("p", good, tuple(stored))
     ]
     assert embedded_store.trajectories.get("p", bad) is None
+
+
+def test_a_pass_frees_its_trajectories_before_the_collector_runs_again(
+    embedded_store: EmbeddedStore,
+) -> None:
+    """The cyclic collector, paused through a pass, first runs again once the pass's outcomes
+    are handled and dropped: it never walks the models of the trajectories it rebuilt."""
+    built: list[weakref.ref[Any]] = []
+
+    def rebuild(
+        spans: Any, events: Any, *, project_id: str, catalogue: Any, session_id: str
+    ) -> Rebuilt:
+        rebuilt = rebuild_session(
+            spans, events, project_id=project_id, catalogue=catalogue, session_id=session_id
+        )
+        built.append(weakref.ref(rebuilt.trajectory))
+        return rebuilt
+
+    alive_when_collecting: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and built:
+            alive_when_collecting.append(sum(ref() is not None for ref in built))
+
+    announced: list[ActivationsReady] = []
+
+    async def collect(item: ActivationsReady) -> None:
+        announced.append(item)
+
+    async def run() -> None:
+        finalizer = Finalizer(embedded_store, quiet_s=0.1, poll_s=0.02, rebuild=rebuild)
+        finalizer.subscribe(collect)
+        async with finalizer:
+            _ingest_capture_pair(embedded_store, "p")
+            async with asyncio.timeout(30):
+                while len(announced) < 2:
+                    await asyncio.sleep(0.02)
+            gc.collect()  # a collection after the passes, whatever allocated since
+
+    gc.callbacks.append(watch)
+    try:
+        asyncio.run(run())
+    finally:
+        gc.callbacks.remove(watch)
+    assert len(built) == 2 and all(ref() is None for ref in built)
+    assert alive_when_collecting and max(alive_when_collecting) == 0, alive_when_collecting
 
 
 def test_leaving_rebuilds_what_is_still_pending(embedded_store: EmbeddedStore) -> None:

@@ -47,6 +47,7 @@ from skillsight.rebuild._finalizer_state import (
     SpanTally,
     in_shard,
 )
+from skillsight.rebuild._gc_pause import gc_paused
 from skillsight.rebuild._row_cache import SessionRowCache
 from skillsight.rebuild.catalogue import CatalogueFn
 from skillsight.rebuild.rebuild_pass import (
@@ -312,7 +313,25 @@ class Finalizer:
         return out
 
     async def _pass(self, keys: list[tuple[str, str]], *, wait_for_roots: bool) -> None:
-        assert self._rebuild is not None
+        # The collector stays paused, as rebuild_sessions pauses it, until the pass's outcomes
+        # are handled and dropped: their trajectories are freed by reference counting, and the
+        # collection that follows walks what is handed on (the activations), not every model
+        # of every trajectory (a pass over short sessions and the release of its results:
+        # ~7% less CPU; a long session's whole trajectory at each of its rebuilds).
+        with gc_paused():
+            ready = await self._rebuild_pass(keys, wait_for_roots=wait_for_roots)
+        self._handing_over += len(ready)  # not idle until each is taken (a queue may be full)
+        for item in ready:
+            try:
+                await self._publish(item)
+            finally:
+                self._handing_over -= 1
+
+    async def _rebuild_pass(
+        self, keys: list[tuple[str, str]], *, wait_for_roots: bool
+    ) -> list[ActivationsReady]:
+        rebuild = self._rebuild
+        assert rebuild is not None
         batch = [(p, k, self._pending[(p, k)].last_ingested_us) for p, k in keys]
         now = time.monotonic()
         waiting = {
@@ -351,24 +370,30 @@ class Finalizer:
             i for i, mark in growing.items() if i in tally and tally[i].held(mark)
         }
         started = time.perf_counter()
+
+        def run() -> list[tuple[list[Outcome], list[int]]]:
+            # in a list emptied below: the executor's future keeps what the call returns
+            return [
+                rebuild_sessions(
+                    self.store,
+                    batch,
+                    rebuild=rebuild,
+                    catalogue=self.catalogue,
+                    require_complete=waiting | throttled,
+                    provisional=provisional,
+                    hold_below=growing,
+                    held=held,
+                    cache=self.rows,
+                )
+            ]
+
         try:
-            outcomes, stamps = await asyncio.to_thread(
-                rebuild_sessions,
-                self.store,
-                batch,
-                rebuild=self._rebuild,
-                catalogue=self.catalogue,
-                require_complete=waiting | throttled,
-                provisional=provisional,
-                hold_below=growing,
-                held=held,
-                cache=self.rows,
-            )
+            outcomes, stamps = (await asyncio.to_thread(run)).pop()
         except SkillsightError as exc:  # the write failed: keep them pending, try again later
             self._count_error(f"writing rebuilds failed: {exc}")
             for ident in keys:
                 self._pending[ident].due = time.monotonic() + self.quiet_s
-            return
+            return []
         self.stats.last_pass_ms = (time.perf_counter() - started) * 1000
         now = time.monotonic()
         wall_us = time.time_ns() // 1000
@@ -430,12 +455,7 @@ class Finalizer:
                     )
                 )
         self.stats.incomplete_sessions = sum(1 for o in outcomes if o.incomplete)
-        self._handing_over += len(ready)  # not idle until each is taken (a queue may be full)
-        for item in ready:
-            try:
-                await self._publish(item)
-            finally:
-                self._handing_over -= 1
+        return ready
 
     async def _publish(self, item: ActivationsReady) -> None:
         for callback in self._subscribers:
