@@ -22,6 +22,8 @@ answer is known: incomplete, and under a growth mark while that sum is (:class:`
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # Discovery re-reads this far behind its watermark, and a session's rows are read again this far
@@ -83,6 +85,72 @@ class SpanTally:
     def held(self, mark: int | None = None) -> bool:
         """Still incomplete (and below ``mark`` spans, when given), known without a look."""
         return self.waits_for_root and (mark is None or self.spans < mark)
+
+
+Ident = tuple[str, str]
+"""(project_id, session key)"""
+
+
+@dataclass(frozen=True)
+class PassPolicy:
+    """What a pass does with each of its sessions (the rules above)."""
+
+    waiting: set[Ident]
+    """Before ``max_wait_s``: rebuilt only once complete."""
+    provisional: set[Ident]
+    """Past it and not settling: an incomplete one is written unsettled (shown, not scored)."""
+    throttled: set[Ident]
+    """Rebuilt provisionally less than ``provisional_every_s`` ago: rebuilt only complete."""
+    growing: dict[Ident, int]
+    """Rebuilt provisionally before: held below this many spans while incomplete."""
+    held: set[Ident]
+    """Known to wait for a root span still (and below its mark): held without a look."""
+
+
+def pass_policy(
+    keys: Sequence[Ident],
+    pending: Mapping[Ident, Pending],
+    provisional_at: Mapping[Ident, tuple[float, int]],
+    tallies: Mapping[Ident, SpanTally],
+    *,
+    now: float,
+    wait_for_roots: bool,
+    max_wait_s: float,
+    provisional_every_s: float,
+    provisional_growth: float,
+) -> PassPolicy:
+    """The policy of a pass over ``keys``; ``provisional_at``: per session, the (monotonic
+    time, spans) of its last provisional rebuild."""
+    waiting = {
+        ident for ident in keys if wait_for_roots and now - pending[ident].first_seen < max_wait_s
+    }
+    # Past max_wait_s a session is rebuilt as it is, for the display; it is scored once
+    # complete, or when it has settled (settle_s without a row) or the service stops.
+    provisional = {ident for ident in keys if wait_for_roots and not pending[ident].unsettled}
+    # Rebuilt provisionally before: again once complete (a missing parent span is found
+    # without reading the rows), or when the interval is over and the turn has grown.
+    throttled = {
+        ident
+        for ident in keys
+        if wait_for_roots
+        and ident not in waiting
+        and not pending[ident].unsettled  # settling: written as it is, now
+        and ident in provisional_at
+        and now - provisional_at[ident][0] < provisional_every_s
+    }
+    growing = {
+        ident: math.ceil(provisional_at[ident][1] * provisional_growth)
+        for ident in keys
+        if wait_for_roots
+        and ident not in waiting
+        and ident not in throttled
+        and not pending[ident].unsettled
+        and ident in provisional_at
+    }
+    held = {i for i in waiting | throttled if i in tallies and tallies[i].held()} | {
+        i for i, mark in growing.items() if i in tallies and tallies[i].held(mark)
+    }
+    return PassPolicy(waiting, provisional, throttled, growing, held)
 
 
 def in_shard(key: str, shard: tuple[int, int]) -> bool:

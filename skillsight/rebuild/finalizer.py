@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from skillsight.rebuild._finalizer_state import (
     Pending,
     SpanTally,
     in_shard,
+    pass_policy,
 )
 from skillsight.rebuild._gc_pause import gc_paused
 from skillsight.rebuild._row_cache import SessionRowCache
@@ -333,42 +333,18 @@ class Finalizer:
         rebuild = self._rebuild
         assert rebuild is not None
         batch = [(p, k, self._pending[(p, k)].last_ingested_us) for p, k in keys]
-        now = time.monotonic()
-        waiting = {
-            ident
-            for ident in keys
-            if wait_for_roots and now - self._pending[ident].first_seen < self.max_wait_s
-        }
-        # Past max_wait_s a session is rebuilt as it is, for the display; it is scored once
-        # complete, or when it has settled (settle_s without a row) or the service stops.
-        provisional = {
-            ident for ident in keys if wait_for_roots and not self._pending[ident].unsettled
-        }
-        # Rebuilt provisionally before: again once complete (a missing parent span is found
-        # without reading the rows), or when the interval is over and the turn has grown.
-        throttled = {
-            ident
-            for ident in keys
-            if wait_for_roots
-            and ident not in waiting
-            and not self._pending[ident].unsettled  # settling: written as it is, now
-            and ident in self._provisional
-            and now - self._provisional[ident][0] < self.provisional_every_s
-        }
-        growing = {
-            ident: math.ceil(self._provisional[ident][1] * self.provisional_growth)
-            for ident in keys
-            if wait_for_roots
-            and ident not in waiting
-            and ident not in throttled
-            and not self._pending[ident].unsettled
-            and ident in self._provisional
-        }
-        # Known to wait for a root span still (and to be below its mark): held without a look.
-        tally = self._tallies
-        held = {i for i in waiting | throttled if i in tally and tally[i].held()} | {
-            i for i, mark in growing.items() if i in tally and tally[i].held(mark)
-        }
+        policy = pass_policy(
+            keys,
+            self._pending,
+            self._provisional,
+            self._tallies,
+            now=time.monotonic(),
+            wait_for_roots=wait_for_roots,
+            max_wait_s=self.max_wait_s,
+            provisional_every_s=self.provisional_every_s,
+            provisional_growth=self.provisional_growth,
+        )
+        waiting, throttled, held = policy.waiting, policy.throttled, policy.held
         started = time.perf_counter()
 
         def run() -> list[tuple[list[Outcome], list[int]]]:
@@ -380,8 +356,8 @@ class Finalizer:
                     rebuild=rebuild,
                     catalogue=self.catalogue,
                     require_complete=waiting | throttled,
-                    provisional=provisional,
-                    hold_below=growing,
+                    provisional=policy.provisional,
+                    hold_below=policy.growing,
                     held=held,
                     cache=self.rows,
                 )
