@@ -29,7 +29,7 @@ from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.rebuild.trajectories import atif
 from skillsight.runtime import build_services
 from skillsight.store import EmbeddedStore, ReadModelRefresher, Store
-from skillsight.store._rollups import CLOCK_MARGIN_US, SWEEP_US
+from skillsight.store._rollups import CLOCK_MARGIN_US, SWEEP_US, ScorecardRollups
 from skillsight.store.records import Activation
 
 pytestmark = pytest.mark.slow
@@ -438,18 +438,26 @@ def test_the_scheduler_files_rows_under_the_stored_start(store: Store) -> None:
             _equal(raw, store.scorecards.rows(PROJECT, skill, since=since), skill)
 
 
-def test_a_pass_reads_the_days_marked_since_the_pass_before(store: Store) -> None:
-    """After its first pass the refresher reads the state of the days marked since its last
-    pass began, not of every day: a day changed without a mark waits for a pass over every
-    day (read from the rows meanwhile); a pass that fails leaves its days to the next one."""
+def _refreshed_store(store: Store) -> ScorecardRollups:
+    """900 activations of the four skills, backfilled, on one clock (margin 0: a refresh begun
+    after the marks cleans them), after the refresher's first pass, which reads every day and
+    finds them all clean."""
     plan = SyntheticPlan(
         PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
     )
     fill_synthetic_scorecards(store, plan)
     rollups = store.scorecards.rollups
     rollups.backfill()
-    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
-    assert rollups.refresh_dirty() == 0  # the first pass reads every day: all clean
+    rollups.clock_margin_us = 0
+    assert rollups.refresh_dirty() == 0
+    return rollups
+
+
+def test_a_pass_reads_the_days_marked_since_the_pass_before(store: Store) -> None:
+    """After its first pass the refresher reads the state of the days marked since its last
+    pass began, not of every day: a day changed without a mark waits for a pass over every
+    day (read from the rows meanwhile); a pass that fails leaves its days to the next one."""
+    rollups = _refreshed_store(store)
     days = [(END - timedelta(days=n)).date().isoformat() for n in (1, 4)]
     # refreshed behind the refresher's back in an older format (an older process): unmarked,
     # so read from the rows, and not seen by a pass over the marked days
@@ -487,14 +495,7 @@ def test_a_day_of_live_traffic_waits_out_the_hold(store: Store) -> None:
     """A day refreshed less than ``hold_us`` ago whose marks since all name their hour (what
     live traffic writes) waits, read from the rows meanwhile, and a later pass sees it again
     without a new mark; a day marked whole does not wait, nor one refreshed before the hold."""
-    plan = SyntheticPlan(
-        PROJECT, SKILLS, tuple(zipf_counts(900, len(SKILLS))), int(END.timestamp() * 1e6)
-    )
-    fill_synthetic_scorecards(store, plan)
-    rollups = store.scorecards.rollups
-    rollups.backfill()
-    rollups.clock_margin_us = 0  # one clock here: a refresh begun after the marks cleans them
-    assert rollups.refresh_dirty() == 0
+    rollups = _refreshed_store(store)
     newest = store.query(
         "SELECT toString(toDate(max(started_at))) AS day, toHour(max(started_at)) AS hour"
         " FROM activations WHERE project_id = {p:String} AND skill_name = {s:String}",
