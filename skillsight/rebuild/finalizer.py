@@ -317,7 +317,7 @@ class Finalizer:
         # are handled and dropped: their trajectories are freed by reference counting, and the
         # collection that follows walks what is handed on (the activations), not every model
         # of every trajectory (a pass over short sessions and the release of its results:
-        # ~7% less CPU; a long session's whole trajectory at each of its rebuilds).
+        # ~6% less CPU; a long session's whole trajectory at each of its rebuilds).
         with gc_paused():
             ready = await self._rebuild_pass(keys, wait_for_roots=wait_for_roots)
         self._handing_over += len(ready)  # not idle until each is taken (a queue may be full)

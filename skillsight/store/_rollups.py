@@ -135,7 +135,8 @@ class ScorecardRollups:
         self._activations_ready = False
         self.clock_margin_us = clock_margin_us
         self.sweep_every_us = SWEEP_US
-        # per shard: the stamp of its last pass and of its last pass over every day
+        # per shard: where its next pass reads marks from (its last pass's stamp, or the refresh
+        # of a day that pass held, if earlier) and the stamp of its last pass over every day
         self._passed: dict[tuple[int, int], tuple[int, int]] = {}
         self.held = 0
         """Days the last :meth:`refresh_dirty` left waiting (its ``hold_us``)."""
