@@ -30,8 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.sessions import synthetic_session
-from skillsight.rebuild._gc_pause import gc_paused
-from skillsight.rebuild.finalizer import RebuildFn, default_rebuild, rebuild_sessions
+from skillsight.rebuild.finalizer import RebuildFn, default_rebuild, gc_paused, rebuild_sessions
 from skillsight.store import EmbeddedStore, RebuildResult, SessionRows, Store
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA, event_columns, span_columns
 

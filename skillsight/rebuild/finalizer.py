@@ -70,6 +70,7 @@ __all__ = [
     "SpanTally",
     "Subscriber",
     "default_rebuild",
+    "gc_paused",
     "is_complete",
     "rebuild_sessions",
 ]
