@@ -49,6 +49,11 @@ def session_env(
         "PATH": os.pathsep.join(
             [str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]
         ),
+        # The Bash tool's shell starts from the user's shell start-up files; one that runs
+        # `pyenv init` rehashes pyenv's shims in every such shell, and shells of concurrent
+        # sessions race on the shims folder (seen twice: "rm: cannot remove .../shims/tmp..."
+        # in a tool output the tests compare). The private config dir is its home instead.
+        "HOME": str(config_dir),
     }
     env.update(extra or {})
     return env
