@@ -130,14 +130,16 @@ def _rebuild_all(
     ]
 
 
-def _service_pass_cpu(store: Store, project: str, steps: int, seeds: list[int]) -> float:
+def _service_pass_cpu(
+    store: Store, rebuild: RebuildFn, project: str, steps: int, seeds: list[int]
+) -> float:
     """CPU of a pass over fresh copies of the same sessions (in one insert) as the finalizer
     runs one: the collector paused until its results are dropped, and the collection after it
     counted (the pass's own figure leaves the release of its results out of its clock)."""
     keys = [(project, key, 0) for key in _insert_sessions(store, project, steps, 5, seeds)]
     cpu = time.process_time()
     with gc_paused():
-        outcomes, _ = rebuild_sessions(store, keys, rebuild=default_rebuild())
+        outcomes, _ = rebuild_sessions(store, keys, rebuild=rebuild)
         del outcomes
     gc.collect(0)
     return time.process_time() - cpu
@@ -223,7 +225,7 @@ def run_rebuild_bench(
                 pass_rates.append(many_activations / pass_cpu)
                 service_rates.append(
                     many_activations
-                    / _service_pass_cpu(store, f"service-{run}", session_steps, seeds)
+                    / _service_pass_cpu(store, rebuild, f"service-{run}", session_steps, seeds)
                 )
         finally:
             store.close()

@@ -82,9 +82,12 @@ def sustain_live(
     refresher's CPU over each run, and what it refreshed."""
     rollups = store.scorecards.rollups
     margin, rollups.clock_margin_us = rollups.clock_margin_us, 0  # one process, one clock
-    day = end.date().isoformat()
-    params: dict[str, Any] = {"project": project, "day": day, "skills": list(skills)}
-    params["hours"] = [end.hour]
+    params: dict[str, Any] = {
+        "project": project,
+        "day": end.date().isoformat(),
+        "skills": list(skills),
+        "hours": [end.hour],
+    }
     runs: dict[str, dict[str, float]] = {}
     try:
         for name, hold in (("no_hold", 0.0), ("hold", hold_s)):
