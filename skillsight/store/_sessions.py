@@ -54,29 +54,59 @@ GROUP BY project, session_key
 HAVING session_key != ''
 ORDER BY last_ingested_us"""
 
-# The trace ids of some sessions, from their spans and events (each side made distinct first:
-# a long turn's tens of thousands of rows are one pair or a few before they are merged).
+# The trace ids of some sessions, from their spans and events (each side made distinct first: a
+# long turn's tens of thousands of rows are one pair or a few before they are merged). The
+# spans' side groups, so that it reads the session_traces projection (migration 0025); the
+# events' side is DISTINCT, so that it reads the table by its sort key, not the whole
+# trace_sessions projection, sorted by trace.
 _SESSION_TRACES = """
-SELECT DISTINCT session_id, trace_id
+SELECT session_id, trace_id
 FROM (
-    SELECT DISTINCT session_id, trace_id FROM spans
+    SELECT session_id, trace_id FROM spans
     WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
+    GROUP BY session_id, trace_id
     UNION ALL
     SELECT DISTINCT session_id, trace_id FROM events
     WHERE project_id = {project:String} AND session_id IN {sessions:Array(String)}
       AND trace_id != ''
 )
+GROUP BY session_id, trace_id
 ORDER BY session_id, trace_id"""
 
-# Rows of some sessions: by session id, by trace id (a sessionless trace is its own session),
-# or through the traces SESSION_TRACES found.
+
+# Rows of some sessions, found through the sort keys, so that a read costs what the sessions
+# hold and not what the project has stored: spans (sorted by project, trace, span) by the ids in
+# `traces` (every trace SESSION_TRACES found them to own, and the session keys themselves: a
+# sessionless trace is its own session); events (sorted by project, session, time) by the
+# sessions' ids and the ids that events of those traces name (the trace_sessions projection,
+# migration 0025), those of other sessions kept only when in one of the traces. One condition
+# with OR across the two columns names no prefix of a sort key, and ClickHouse then reads every
+# granule of the project. A span naming one of the sessions is in a trace SESSION_TRACES found
+# when it committed before SESSION_TRACES ran; one committed after is read by the rebuild its
+# commit causes.
+_SESSIONS_OF_TRACES = """
+          SELECT session_id FROM events
+          WHERE project_id = {project:String} AND trace_id IN {traces:Array(String)}
+            AND trace_id != ''
+          GROUP BY trace_id, session_id"""
+
+
+def _events_of_sessions(condition: str = "") -> str:
+    return f"""
+    SELECT * FROM events
+    WHERE project_id = {{project:String}}
+      AND session_id IN (
+          SELECT arrayJoin({{sessions:Array(String)}})
+          UNION ALL{_SESSIONS_OF_TRACES})
+      AND (session_id IN {{sessions:Array(String)}}
+           OR (trace_id != '' AND trace_id IN {{traces:Array(String)}})){condition}"""
+
+
 _SESSION_SPANS = f"""
 SELECT {SESSION_SPAN_COLUMNS}
 FROM (
     SELECT * FROM spans
-    WHERE project_id = {{project:String}}
-      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
-           OR trace_id IN {{traces:Array(String)}})
+    WHERE project_id = {{project:String}} AND trace_id IN {{traces:Array(String)}}
     ORDER BY ingested_at DESC
     LIMIT 1 BY trace_id, span_id
 )
@@ -86,10 +116,7 @@ LIMIT {{limit:UInt32}}"""
 _SESSION_EVENTS = f"""
 SELECT {SESSION_EVENT_COLUMNS}
 FROM (
-    SELECT * FROM events
-    WHERE project_id = {{project:String}}
-      AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
-           OR (trace_id != '' AND trace_id IN {{traces:Array(String)}}))
+    {_events_of_sessions()}
     ORDER BY ingested_at DESC
     LIMIT 1 BY session_id, timestamp, record_id
 )
@@ -97,18 +124,18 @@ ORDER BY time_unix_nano, record_id
 LIMIT {{limit:UInt32}}"""
 
 # What some sessions got since a point on the store's clock (a rebuild's cache of their rows
-# holds what came before): their rows ingested since then (by session id, by trace id, or
-# through SESSION_TRACES's traces), and every row of the traces in `fresh` (traces they own now
-# whose earlier rows named no session, so were never theirs), the newest copy of each.
+# holds what came before): of their rows, those ingested since then, and every row of the traces
+# in `fresh` (traces they own now whose earlier rows named no session, so were never theirs;
+# `fresh` is part of `traces`), the newest copy of each.
+_SINCE = """
+      AND (ingested_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')
+           OR trace_id IN {fresh:Array(String)})"""
+
 _SESSION_SPANS_SINCE = f"""
 SELECT {SESSION_SPAN_COLUMNS}
 FROM (
     SELECT * FROM spans
-    WHERE project_id = {{project:String}}
-      AND ((ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
-            AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
-                 OR trace_id IN {{traces:Array(String)}}))
-           OR trace_id IN {{fresh:Array(String)}})
+    WHERE project_id = {{project:String}} AND trace_id IN {{traces:Array(String)}}{_SINCE}
     ORDER BY ingested_at DESC
     LIMIT 1 BY trace_id, span_id
 )"""
@@ -116,12 +143,7 @@ FROM (
 _SESSION_EVENTS_SINCE = f"""
 SELECT {SESSION_EVENT_COLUMNS}
 FROM (
-    SELECT * FROM events
-    WHERE project_id = {{project:String}}
-      AND ((ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
-            AND (session_id IN {{sessions:Array(String)}} OR trace_id IN {{sessions:Array(String)}}
-                 OR (trace_id != '' AND trace_id IN {{traces:Array(String)}})))
-           OR (trace_id != '' AND trace_id IN {{fresh:Array(String)}}))
+    {_events_of_sessions(_SINCE)}
     ORDER BY ingested_at DESC
     LIMIT 1 BY session_id, timestamp, record_id
 )"""
@@ -132,9 +154,7 @@ FROM (
 _SESSION_PARENTS = """
 SELECT DISTINCT session_id, trace_id, span_id, parent_span_id
 FROM spans
-WHERE project_id = {project:String}
-  AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
-       OR trace_id IN {traces:Array(String)})"""
+WHERE project_id = {project:String} AND trace_id IN {traces:Array(String)}"""
 
 # The same per trace, counted inside ClickHouse (a parent is in its child's trace): one row a
 # trace instead of one a span. A parent is missing when fewer distinct parents are span ids of
@@ -147,9 +167,7 @@ FROM (
            groupUniqArrayIf(parent_span_id, parent_span_id != '') AS parents,
            countIf(parent_span_id = '') AS roots
     FROM spans
-    WHERE project_id = {project:String}
-      AND (session_id IN {sessions:Array(String)} OR trace_id IN {sessions:Array(String)}
-           OR trace_id IN {traces:Array(String)})
+    WHERE project_id = {project:String} AND trace_id IN {traces:Array(String)}
     GROUP BY trace_id
 )"""
 
@@ -228,7 +246,8 @@ class Sessions:
         if not keys:
             return {}
         owner, _ = self._owners(project_id, keys)
-        params = {"project": project_id, "sessions": keys, "traces": list(owner), "limit": limit}
+        traces = _traces(owner, keys)
+        params = {"project": project_id, "sessions": keys, "traces": traces, "limit": limit}
         return self._assign(keys, owner, (_SESSION_SPANS, _SESSION_EVENTS), params)
 
     def rows_since(
@@ -254,7 +273,7 @@ class Sessions:
         params = {
             "project": project_id,
             "sessions": keys,
-            "traces": list(owner),
+            "traces": _traces(owner, keys),
             "fresh": [trace for trace in owner if trace not in known_traces],
             "since": int(since_us),
         }
@@ -311,7 +330,7 @@ class Sessions:
         found = self._store.query(_SESSION_TRACES, {"project": project_id, "sessions": keys})
         for row in found:
             owner.setdefault(str(row["trace_id"]), str(row["session_id"]))
-        params = {"project": project_id, "sessions": keys, "traces": list(owner)}
+        params = {"project": project_id, "traces": _traces(owner, keys)}
         wanted = set(keys)
         counted: dict[str, SpanParents] = {}
         for row in self._store.query(_TRACE_PARENTS, params):
@@ -382,3 +401,9 @@ class Sessions:
         """Every session key (session id, else trace id) of a project."""
         found = self._store.query(_LIST_SESSION_KEYS, {"project": project_id, "limit": limit})
         return [str(r["session_key"]) for r in found]
+
+
+def _traces(owner: Collection[str], keys: Sequence[str]) -> list[str]:
+    """The trace ids a read of these sessions' rows looks up: the traces they own, and the keys
+    themselves (a sessionless trace is its own session)."""
+    return list(dict.fromkeys([*owner, *keys]))

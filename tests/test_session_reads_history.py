@@ -1,0 +1,182 @@
+"""A session's rows are found through the tables' sort keys: what a rebuild reads of a session
+costs what the session holds, not what its project has stored over the months. Checked on a
+project holding 80,000 other sessions: each read's plan against the granules of the tables and
+of their projections (migration 0025), and its rows against the plain reading of what belongs
+to a session (every row that names it, that is in a trace it owns, or whose trace id is its key)
+over every row."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from benchmarks.rebuild import raw_tables
+from benchmarks.sessions import synthetic_session
+from skillsight.rebuild.rebuild_pass import parents_in, waits_for_root
+from skillsight.store import Store
+from skillsight.store._sessions import _SESSIONS_OF_TRACES
+
+P = "p"
+KEY = "00000000-0000-4000-8000-00000000abcd"
+OTHER = "00000000-0000-4000-8000-00000000ffff"  # a session not read, naming a row of KEY's trace
+HISTORY_ROWS = 800_000  # ten rows a session: ~98 granules of each table
+
+# The plain reading: every row of the project looked at, the newest copy of each.
+_OWNED = """
+    (session_id = {key:String} OR trace_id = {key:String} OR trace_id IN (
+        SELECT trace_id FROM spans WHERE project_id = {project:String} AND session_id = {key:String}
+        UNION ALL
+        SELECT trace_id FROM events
+        WHERE project_id = {project:String} AND session_id = {key:String} AND trace_id != ''))"""
+_PLAIN_SPANS = f"""
+SELECT DISTINCT trace_id, span_id FROM spans
+WHERE project_id = {{project:String}} AND {_OWNED}
+  AND (ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+       OR trace_id IN {{fresh:Array(String)}})"""
+_PLAIN_EVENTS = f"""
+SELECT DISTINCT record_id FROM events
+WHERE project_id = {{project:String}} AND {_OWNED}
+  AND (ingested_at >= fromUnixTimestamp64Micro({{since:Int64}}, 'UTC')
+       OR trace_id IN {{fresh:Array(String)}})"""
+
+
+def _history(store: Store) -> None:
+    """Ten spans and ten events for each of 80,000 sessions, one trace each, in one insert per
+    table (so each table holds one large part beside the session's small ones)."""
+    store.execute(
+        f"""
+        INSERT INTO spans (project_id, trace_id, span_id, parent_span_id, name, start_time,
+                           end_time, session_id, source_convention)
+        SELECT {{project:String}}, concat('h-trace-', toString(intDiv(number, 10))),
+               lower(hex(number)), '', 'claude_code.tool',
+               now64(9) - toIntervalSecond(number), now64(9) - toIntervalSecond(number),
+               concat('h-session-', toString(intDiv(number, 10))), 'claude_code'
+        FROM numbers({HISTORY_ROWS})""",
+        {"project": P},
+    )
+    store.execute(
+        f"""
+        INSERT INTO events (project_id, record_id, timestamp, observed_time, trace_id,
+                            event_name, session_id, source_convention)
+        SELECT {{project:String}}, concat('h-', toString(number)),
+               now64(9) - toIntervalSecond(number), now64(9) - toIntervalSecond(number),
+               concat('h-trace-', toString(intDiv(number, 10))), 'claude_code.api_request',
+               concat('h-session-', toString(intDiv(number, 10))), 'claude_code'
+        FROM numbers({HISTORY_ROWS})""",
+        {"project": P},
+    )
+
+
+def _insert(store: Store, spans: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    span_table, event_table = raw_tables(P, spans, events)
+    if spans:
+        store.spans.insert(span_table)
+    if events:
+        store.events.insert(event_table)
+
+
+def _without_session(row: dict[str, Any]) -> dict[str, Any]:
+    attributes = {k: v for k, v in row["attributes"].items() if k != "session.id"}
+    return {**row, "session_id": "", "attributes": attributes}
+
+
+def _naming(row: dict[str, Any], session: str, record: str) -> dict[str, Any]:
+    attributes = {**row["attributes"], "session.id": session}
+    return {**row, "session_id": session, "record_id": record, "attributes": attributes}
+
+
+def _now_us(store: Store) -> int:
+    return int(store.query("SELECT toUnixTimestamp64Micro(now64(6)) AS now")[0]["now"])
+
+
+def _plain(store: Store, since_us: int = 0, fresh: list[str] | None = None) -> tuple[Any, Any]:
+    params = {"project": P, "key": KEY, "since": since_us, "fresh": fresh or []}
+    spans = {(r["trace_id"], r["span_id"]) for r in store.query(_PLAIN_SPANS, params)}
+    events = {r["record_id"] for r in store.query(_PLAIN_EVENTS, params)}
+    return spans, events
+
+
+def _ids(rows: tuple[list[Any], list[Any]]) -> tuple[Any, Any]:
+    spans, events = rows
+    assert len(spans) == len({(s["trace_id"], s["span_id"]) for s in spans})  # newest copy only
+    return {(s["trace_id"], s["span_id"]) for s in spans}, {e["record_id"] for e in events}
+
+
+class _Reads:
+    """Every statement the store runs while installed (the reads a call makes)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.seen: list[tuple[str, Any]] = []
+        self._query = store.query
+
+    def __enter__(self) -> list[tuple[str, Any]]:
+        def query(sql: str, params: Any = None) -> Any:
+            self.seen.append((sql, params))
+            return self._query(sql, params)
+
+        self.store.query = query  # type: ignore[method-assign]
+        return self.seen
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.query = self._query  # type: ignore[method-assign]
+
+
+def _granules_read(store: Store, sql: str, params: Any) -> list[tuple[str, int, int]]:
+    """Per table or projection read in the statement's plan: its name, the granules selected
+    after every index, and all the granules of its parts (before the first)."""
+    plan = "\n".join(str(r["explain"]) for r in store.query("EXPLAIN indexes = 1 " + sql, params))
+    reads = plan.split("ReadFromMergeTree (")[1:]
+    assert reads, plan
+    out = []
+    for read in reads:
+        found = re.findall(r"Granules: (\d+)/(\d+)", read)
+        assert found, read
+        name = read.split(")", 1)[0].split(".")[-1]
+        out.append((name, int(found[-1][0]), int(found[0][1])))
+    return out
+
+
+def test_a_session_is_read_through_the_sort_keys_whatever_the_project_holds(
+    store: Store,
+) -> None:
+    _history(store)
+    spans, events = synthetic_session(8, skill_every=3, seed=41, session_id=KEY)
+    trace = spans[0]["trace_id"]
+    # an event of its trace naming no session, and one naming a session that is not read
+    extra = [_without_session({**events[1], "record_id": "no-session"})]
+    extra.append(_naming(events[2], OTHER, "other-session"))
+    _insert(store, spans[:-3], events + extra)
+
+    with _Reads(store) as reads:
+        whole = store.sessions.rows_of(P, [KEY])[KEY]
+        looked = store.sessions.parents(P, [KEY])[KEY]
+    assert _ids(whole) == _plain(store)
+    assert "no-session" in _ids(whole)[1] and "other-session" in _ids(whole)[1]
+    assert looked == (len(whole[0]), not parents_in(whole[0]), waits_for_root(whole[0]))
+
+    # Later: the rest of its trace, and a second trace whose spans name no session that joins
+    # it through an event naming it. Read since then, knowing the first trace.
+    since = _now_us(store)
+    later, later_events = synthetic_session(4, skill_every=2, seed=42, session_id=KEY)
+    joining = later[0]["trace_id"]
+    assert joining != trace
+    _insert(store, spans[-3:] + [_without_session(s) for s in later], later_events[:1])
+    with _Reads(store) as more:
+        got = store.sessions.rows_since(P, [KEY], since, {trace})
+    assert got.traces[KEY] == {trace, joining}
+    assert _ids(got.rows[KEY]) == _plain(store, since, [joining])
+    assert {t for t, _ in _ids(got.rows[KEY])[0]} == {trace, joining}
+
+    # Every statement, and the lookup of the sessions its traces' events name (a subquery,
+    # which a plan does not show): a few granules of the table, or of a projection of it.
+    lookup = (_SESSIONS_OF_TRACES, {"project": P, "traces": [trace, joining, KEY]})
+    statements = [*reads, *more, lookup]
+    assert len(statements) >= 7, statements
+    read = {name for sql, params in statements for name, _, _ in _granules_read(store, sql, params)}
+    assert read == {"spans", "events", "session_traces", "trace_sessions"}, read
+    for sql, params in statements:
+        for name, selected, total in _granules_read(store, sql, params):
+            if name in ("spans", "events"):
+                assert total >= 90, (total, sql)  # the history is there to be skipped
+            assert selected * 4 <= total, (name, selected, total, sql)
