@@ -165,22 +165,42 @@ def bench_rebuild(
         ),
     ] = 20,
     prompt_steps: Annotated[int, typer.Option("--prompt-steps", help="Steps per prompt.")] = 50,
+    history: Annotated[
+        int,
+        typer.Option(
+            "--history",
+            help="Sessions already stored in the project of a second throughput run (0 skips it).",
+        ),
+    ] = 20_000,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
 ) -> None:
     """Measure rebuild time of a long session (algorithm alone, and store read + algorithm +
-    write), activations rebuilt per CPU-second, and the rebuild work of a long turn arriving in
-    batches against one rebuild of it, on fresh embedded stores.
+    write), activations rebuilt per CPU-second (also in a project that already holds many
+    sessions), and the rebuild work of a long turn arriving in batches against one rebuild of
+    it, on fresh embedded stores.
 
     Example: skillsight bench rebuild --steps 1000 --turn-steps 10000 --batches 100
     """
     from benchmarks.rebuild import run_rebuild_bench
+    from benchmarks.rebuild_history import run_history_bench
     from benchmarks.rebuild_long import run_long_session_bench
     from benchmarks.rebuild_prompts import run_many_prompts_bench
 
     try:
         report = run_rebuild_bench(steps=steps, sessions=sessions, repeat=repeat, console=console)
+        if history:
+            report["history"] = h = run_history_bench(
+                history=history, sessions=sessions, repeat=repeat
+            )
+            console.print(
+                f"{sessions} sessions of 20 steps in a project holding {history:,} sessions: "
+                f"{h['activations_per_cpu_s_pass']:,} activations / CPU-second for read + "
+                f"rebuild + write (median of {repeat} passes); one session's read "
+                f"{h['one_session_read_ms']} ms CPU "
+                f"({h['one_session_read_ms_without_history']} ms before the history)"
+            )
         if turn_steps:
             turn = run_long_session_bench(steps=turn_steps, batches=batches, per_batch=per_batch)
             report["long_turn"] = turn

@@ -27,3 +27,16 @@ def test_bench_rebuild_reports_every_measure() -> None:
         assert report[measure] > 0, measure
     assert "activations / CPU-second" in output.getvalue()
     assert "as the finalizer runs it" in output.getvalue()
+
+
+def test_bench_rebuild_with_history_reports_the_pass_and_a_read() -> None:
+    from benchmarks.rebuild_history import run_history_bench
+
+    report = run_history_bench(history=30, sessions=3, session_steps=10, repeat=1)
+    assert (report["history_sessions"], report["sessions"]) == (30, 3)
+    for measure in (
+        "activations_per_cpu_s_pass",
+        "one_session_read_ms",
+        "one_session_read_ms_without_history",
+    ):
+        assert report[measure] > 0, measure
