@@ -112,7 +112,7 @@ SELECT project_id, activation_id, evaluator, evaluator_version, skill_name, skil
        toUnixTimestamp64Micro(evaluated_at) AS evaluated_at_us
 FROM (
     SELECT * FROM evaluations
-    WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
+    WHERE project_id = {project:String} AND __ACTIVATIONS__
     ORDER BY evaluated_at DESC
     LIMIT 1 BY activation_id, evaluator, evaluator_version
 )
@@ -124,9 +124,27 @@ _SCORED_BEFORE = """
 SELECT activation_id, evaluator, evaluator_version, activation_digest, inputs_hash,
        compared_with
 FROM evaluations
-WHERE project_id = {project:String} AND activation_id IN {activations:Array(String)}
+WHERE project_id = {project:String} AND __ACTIVATIONS__
 ORDER BY evaluated_at DESC
 LIMIT 1 BY activation_id, evaluator, evaluator_version"""
+
+# The activations of those reads: by id, or each under its current skill. By id a bloom filter
+# picks the granules, and the hundreds of ids of a scheduler's batch pass nearly every granule's
+# filter (at 10M activations, 100 ids: 2,864 of 8,730 granules read, 367 ms of CPU). With the
+# skill the table's sort key (project, skill, activation) picks them: 173 granules, 123 ms.
+_BY_ACTIVATION = {
+    False: "activation_id IN {activations:Array(String)}",
+    True: "(skill_name, activation_id) IN "
+    "arrayZip({skills:Array(String)}, {activations:Array(String)})",
+}
+_OF_ACTIVATIONS = {
+    skills: _LIST_EVALUATIONS_OF.replace("__ACTIVATIONS__", condition)
+    for skills, condition in _BY_ACTIVATION.items()
+}
+_SCORED_BEFORE_OF = {
+    skills: _SCORED_BEFORE.replace("__ACTIVATIONS__", condition)
+    for skills, condition in _BY_ACTIVATION.items()
+}
 
 # What LLM judges spent since a moment, over every project (the daily spend cap is the
 # service's): the ledger (migration 0018), and the judges' evaluation rows for what was spent
@@ -260,25 +278,65 @@ class Evaluations:
         )
         return found
 
-    def of(self, project_id: str, activation_ids: Sequence[str]) -> dict[str, list[EvaluationRow]]:
-        """:meth:`for_activation` of several activations in one query, by activation id."""
+    def of(
+        self,
+        project_id: str,
+        activation_ids: Sequence[str],
+        *,
+        skills: Sequence[str] | None = None,
+    ) -> dict[str, list[EvaluationRow]]:
+        """:meth:`for_activation` of several activations in one query, by activation id.
+        ``skills``, each activation's current skill (in the order of ``activation_ids``): only
+        the rows recorded under it, found through the table's sort key (a row recorded under
+        another skill scored another record of the activation: its digest differs)."""
+        params = _activations(project_id, activation_ids, skills)
         out: dict[str, list[EvaluationRow]] = {a: [] for a in activation_ids}
-        if out:
-            params = {"project": project_id, "activations": list(out)}
-            for row in self._store.query(_LIST_EVALUATIONS_OF, params):
+        if params["activations"]:
+            for row in self._store.query(_OF_ACTIVATIONS[skills is not None], params):
                 out[str(row["activation_id"])].append(row)  # type: ignore[arg-type]
         return out
 
-    def scored_before(self, project_id: str, activation_ids: Sequence[str]) -> list[ScoredBefore]:
+    def scored_before(
+        self,
+        project_id: str,
+        activation_ids: Sequence[str],
+        *,
+        skills: Sequence[str] | None = None,
+    ) -> list[ScoredBefore]:
         """Per activation and (evaluator, version) with a stored row, what the newest row
         scored: the activation's digest, the digest of its inputs, what it was compared with.
-        One query."""
-        if not activation_ids:
+        One query; ``skills`` as in :meth:`of`."""
+        params = _activations(project_id, activation_ids, skills)
+        if not params["activations"]:
             return []
-        params = {"project": project_id, "activations": list(activation_ids)}
-        return [ScoredBefore.of_row(row) for row in self._store.query(_SCORED_BEFORE, params)]
+        found = self._store.query(_SCORED_BEFORE_OF[skills is not None], params)
+        return [ScoredBefore.of_row(row) for row in found]
 
     def judge_spend_since(self, since: datetime) -> float:
         """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""
         found = self._store.query(_JUDGE_SPEND_SINCE, {"since": micros(since)})
         return float(found[0]["spent"] or 0.0) if found else 0.0
+
+
+def _activations(
+    project_id: str, activation_ids: Sequence[str], skills: Sequence[str] | None
+) -> dict[str, Any]:
+    """The parameters of a read of these activations (each once), with their skills. One whose
+    skill name no encoder takes (a lone surrogate) is left out: no row of it can have been
+    written, and its name would fail the read of the others."""
+    if skills is None:
+        return {"project": project_id, "activations": list(dict.fromkeys(activation_ids))}
+    skill_of = {
+        activation_id: skill
+        for activation_id, skill in zip(activation_ids, skills, strict=True)
+        if _encodable(skill)
+    }
+    return {"project": project_id, "activations": list(skill_of), "skills": [*skill_of.values()]}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

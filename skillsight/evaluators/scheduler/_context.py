@@ -236,11 +236,14 @@ class ContextAssembler:
         compared, what they were compared with then, remembered: the efficiency baseline and
         the catalogue skill_selection saw. A session rebuilt again after a restart, or scored
         first by another worker, is compared with that, not with a window that by now holds it
-        and the activations after it, nor with a catalogue changed since."""
-        ids = list(dict.fromkeys(a.activation_id for a in activations))
+        and the activations after it, nor with a catalogue changed since. Only rows recorded
+        under each activation's current skill are read (through the evaluations' sort key): one
+        recorded under another skill scored another record of it, whose digest differs."""
+        skill_of = {a.activation_id: a.skill_name for a in activations}
+        ids, skills = list(skill_of), list(skill_of.values())
         verdicts: dict[str, dict[tuple[str, str], Evaluation]] = {}
         if ids and self.verdicts:  # the whole rows, for the judges
-            found = self.store.evaluations.of(project_id, ids)
+            found = self.store.evaluations.of(project_id, ids, skills=skills)
             verdicts = {
                 key: {
                     (str(r["evaluator"]), str(r["evaluator_version"])): Evaluation.from_row(r)
@@ -255,7 +258,7 @@ class ContextAssembler:
             )
             scored = [ScoredBefore.of_row(r) for r in newest] if self.recall_stored else []
         elif ids and self.recall_stored:
-            scored = self.store.evaluations.scored_before(project_id, ids)
+            scored = self.store.evaluations.scored_before(project_id, ids, skills=skills)
         else:
             scored = []
         return StoredScores(self._remember(project_id, scored), verdicts)

@@ -1,9 +1,11 @@
-"""A session's rows are found through the tables' sort keys: what a rebuild reads of a session
-costs what the session holds, not what its project has stored over the months. Checked on a
-project holding 80,000 other sessions: each read's plan against the granules of the tables and
-of their projections (migration 0025), and its rows against the plain reading of what belongs
-to a session (every row that names it, that is in a trace it owns, or whose trace id is its key)
-over every row."""
+"""Reads the pipeline makes per session or per batch find their rows through the tables' sort
+keys, so that they cost what they return, not what the project has stored over the months.
+
+A session's rows (what a rebuild reads) are checked on a project holding 80,000 other sessions:
+each read's plan against the granules of the tables and of their projections (migration 0025),
+and its rows against the plain reading of what belongs to a session (every row that names it,
+that is in a trace it owns, or whose trace id is its key) over every row. The stored scores of
+a scheduler's batch are checked on 1.6M evaluation rows."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from typing import Any
 
 from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
+from skillsight.evaluators.scheduler import ContextAssembler
 from skillsight.rebuild.rebuild_pass import parents_in, waits_for_root
 from skillsight.store import Store
 from skillsight.store._sessions import _SESSIONS_OF_TRACES
+from skillsight.store.records import Activation
 
 P = "p"
 KEY = "00000000-0000-4000-8000-00000000abcd"
@@ -180,3 +184,75 @@ def test_a_session_is_read_through_the_sort_keys_whatever_the_project_holds(
             if name in ("spans", "events"):
                 assert total >= 90, (total, sql)  # the history is there to be skipped
             assert selected * 4 <= total, (name, selected, total, sql)
+
+
+EVALUATION_ROWS = 1_600_000  # 40 skills x 8,000 activations x 5 evaluators: ~195 granules
+
+
+def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -> None:
+    """The scheduler's read of what a batch's activations scored before names each one's
+    skill, so the evaluations' sort key picks a granule or two per activation; by id alone the
+    bloom filter passes a granule whenever any of the batch's ids may be in it. Rows recorded
+    under another skill (a record the activation no longer has) are not its scores then."""
+    store.execute(
+        f"""
+        INSERT INTO evaluations (project_id, activation_id, evaluator, evaluator_version,
+                                 skill_name, score, evaluated_at)
+        SELECT {{project:String}}, lower(hex(MD5(toString(intDiv(number, 5))))),
+               concat('e', toString(number % 5)), '1',
+               concat('skill-', toString(intDiv(number, 5) % 40)), 1.0, now64(6)
+        FROM numbers({EVALUATION_ROWS})""",
+        {"project": P},
+    )
+    batch = [
+        (f"skill-{n % 40}", str(store.query(f"SELECT lower(hex(MD5('{n}'))) AS id")[0]["id"]))
+        for n in range(0, 160_000, 16_001)
+    ]
+    renamed = batch[0][1]  # also scored once as another skill
+    store.execute(
+        "INSERT INTO evaluations (project_id, activation_id, evaluator, evaluator_version, "
+        "skill_name, score, evaluated_at) VALUES ({project:String}, {id:String}, 'e9', '1', "
+        "'skill-old', 0.0, now64(6))",
+        {"project": P, "id": renamed},
+    )
+    ids, skills = [i for _, i in batch], [s for s, _ in batch]
+
+    scored = store.evaluations.scored_before(P, ids, skills=skills)
+    assert sorted((r.activation_id, r.evaluator) for r in scored) == sorted(
+        (i, f"e{e}") for i in ids for e in range(5)
+    )
+    anyhow = store.evaluations.scored_before(P, ids)
+    assert {(r.activation_id, r.evaluator) for r in anyhow} - {
+        (r.activation_id, r.evaluator) for r in scored
+    } == {(renamed, "e9")}
+    of = store.evaluations.of(P, ids, skills=skills)
+    assert {i: sorted(str(r["evaluator"]) for r in rows) for i, rows in of.items()} == {
+        i: [f"e{e}" for e in range(5)] for i in ids
+    }
+
+    # What the scheduler's context assembler runs for a batch, with and without the judges'
+    # verdicts: the stored scores by skill and activation, a granule or two for each.
+    activations = [
+        Activation(
+            project_id=P,
+            activation_id=activation_id,
+            skill_name=skill,
+            session_id="s",
+            trace_id="t",
+            trigger="skill_tool",
+            trigger_call_id="c",
+            started_at="2026-11-29T00:00:00Z",
+            ended_at="2026-11-29T00:00:01Z",
+        )
+        for skill, activation_id in batch
+    ]
+    for verdicts in (False, True):
+        with _Reads(store) as reads:
+            found = ContextAssembler(store, verdicts=verdicts).stored_scores(P, activations)
+        assert {i: sorted(by) for i, by in found.before.items()} == {
+            i: [(f"e{e}", "1") for e in range(5)] for i in ids
+        }
+        ((sql, params),) = reads
+        ((name, selected, total),) = _granules_read(store, sql, params)
+        assert name == "evaluations" and total >= 190, (name, selected, total)
+        assert selected <= 2 * len(ids), (selected, total)
