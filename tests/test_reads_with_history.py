@@ -16,6 +16,7 @@ from benchmarks.rebuild import raw_tables
 from benchmarks.sessions import synthetic_session
 from skillsight.evaluators.scheduler import ContextAssembler
 from skillsight.rebuild.rebuild_pass import parents_in, waits_for_root
+from skillsight.reports import with_evaluations
 from skillsight.store import Store
 from skillsight.store._sessions import _SESSIONS_OF_TRACES
 from skillsight.store.records import Activation
@@ -190,10 +191,11 @@ EVALUATION_ROWS = 1_600_000  # 40 skills x 8,000 activations x 5 evaluators: ~19
 
 
 def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -> None:
-    """The scheduler's read of what a batch's activations scored before names each one's
-    skill, so the evaluations' sort key picks a granule or two per activation; by id alone the
-    bloom filter passes a granule whenever any of the batch's ids may be in it. Rows recorded
-    under another skill (a record the activation no longer has) are not its scores then."""
+    """The scheduler's read of what a batch's activations scored before, and the API's and
+    UI's read of their evaluations, name each one's skill, so the evaluations' sort key picks a
+    granule or two per activation; by id alone the bloom filter passes a granule whenever any
+    of the batch's ids may be in it. Rows recorded under another skill (a record the activation
+    no longer has) are not its scores then."""
     store.execute(
         f"""
         INSERT INTO evaluations (project_id, activation_id, evaluator, evaluator_version,
@@ -256,3 +258,15 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         ((name, selected, total),) = _granules_read(store, sql, params)
         assert name == "evaluations" and total >= 190, (name, selected, total)
         assert selected <= 2 * len(ids), (selected, total)
+
+    # The API and the UI show each activation's evaluations the same way, as its skill's
+    # scorecard counts them: the row recorded under the skill it no longer has is not one.
+    with _Reads(store) as reads:
+        shown = with_evaluations(store, P, activations)
+    assert {a.activation_id: sorted(e.evaluator for e in a.evaluations or []) for a in shown} == {
+        i: [f"e{e}" for e in range(5)] for i in ids
+    }
+    scores = [(sql, params) for sql, params in reads if "FROM evaluations" in sql]
+    assert len(scores) == 1, reads
+    for name, selected, total in _granules_read(store, *scores[0]):
+        assert name == "evaluations" and selected <= 2 * len(ids), (name, selected, total)

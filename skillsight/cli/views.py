@@ -96,7 +96,8 @@ class StoreSource:
         return document
 
     def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
-        rows = self.store.evaluations.for_activation(self.project, activation.activation_id)
+        key = activation.activation_id
+        rows = self.store.evaluations.of(self.project, [key], skills=[activation.skill_name])[key]
         return [e.model_dump() for e in evaluations_of(rows, activation)]
 
 

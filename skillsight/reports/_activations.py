@@ -25,9 +25,12 @@ __all__ = ["evaluation_events", "evaluations_of", "with_evaluations"]
 def with_evaluations(
     store: Store, project_id: str, found: Sequence[Activation]
 ) -> list[ActivationDetailOut]:
-    """Activations with their stored evaluations (one query for all of them); serve them
-    with ``response_model_exclude_unset``."""
-    rows = store.evaluations.of(project_id, [a.activation_id for a in found])
+    """Activations with their stored evaluations (one query for all of them), those recorded
+    under each one's current skill (as its skill's scorecard counts them; one recorded under a
+    skill it no longer has scored another record of it); serve them with
+    ``response_model_exclude_unset``."""
+    ids, skills = [a.activation_id for a in found], [a.skill_name for a in found]
+    rows = store.evaluations.of(project_id, ids, skills=skills)
     clusters = cluster_refs(store, project_id, [a.activation_id for a in found])
     out = []
     for activation in found:
