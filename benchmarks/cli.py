@@ -251,22 +251,43 @@ def bench_eval(
             "keeping unchanged activations' verdicts (0 skips it).",
         ),
     ] = 20,
+    history: Annotated[
+        int,
+        typer.Option(
+            "--history",
+            help="Evaluation rows already stored in the project of a run of the scheduler's "
+            "hand-overs, beside the same run in an empty one (0 skips it).",
+        ),
+    ] = 2_000_000,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
 ) -> None:
-    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart; and
-    the rows a session of many prompts writes.
+    """Measure deterministic evaluations per CPU-second (per core); skill_selection apart; the
+    rows a session of many prompts writes; and the scheduler's hand-overs (scored and written)
+    in an empty project and in one with history.
 
-    Example: skillsight bench eval --activations 5000 --selection 300 --prompts 20
+    Example: skillsight bench eval --activations 5000 --selection 300 --prompts 20 --history 2000000
     """
     from benchmarks.eval import run_eval_bench
+    from benchmarks.eval_history import run_eval_history_bench
     from benchmarks.eval_prompts import run_prompts_eval_bench
 
     try:
         report = run_eval_bench(activations=activations, selection=selection, console=console)
         if prompts:
             report["session_of_prompts"] = run_prompts_eval_bench(prompts=prompts, console=console)
+        if history:
+            report["history"] = h = run_eval_history_bench(history=history)
+            empty, held = h["empty"], h["history"]
+            console.print(
+                f"the scheduler's hand-overs of {h['batch']} activations ({h['evaluators']} "
+                f"evaluators, scored and written), CPU per activation: new "
+                f"{empty['new_us_per_activation']:,} µs in an empty project, "
+                f"{held['new_us_per_activation']:,} µs with {history:,} evaluation rows stored; "
+                f"handed over again unchanged {empty['again_us_per_activation']:,} and "
+                f"{held['again_us_per_activation']:,} µs"
+            )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     if as_json:

@@ -61,3 +61,13 @@ def test_a_session_of_prompts_writes_each_activations_rows_once() -> None:
         "cpu_s": report["rescored"]["cpu_s"],
     }
     assert "verdicts kept" in out.getvalue()
+
+
+def test_bench_eval_with_history_reports_the_hand_overs() -> None:
+    from benchmarks.eval_history import run_eval_history_bench
+
+    report = run_eval_history_bench(history=600, batch=4, batches=1)
+    assert (report["history_rows"], report["batch"], report["evaluators"]) == (600, 4, 6)
+    for where in ("empty", "history"):
+        for measure in ("new_us_per_activation", "again_us_per_activation"):
+            assert report[where][measure] > 0, (where, measure)
