@@ -82,10 +82,10 @@ def _attributes(columns: Any, attributes: dict[str, str], resource: dict[str, st
 
 
 def _insert_session(store: Store, project_id: str, steps: int, skill_every: int, seed: int) -> str:
-    return _insert_sessions(store, project_id, steps, skill_every, [seed])[0]
+    return insert_sessions(store, project_id, steps, skill_every, [seed])[0]
 
 
-def _insert_sessions(
+def insert_sessions(
     store: Store, project_id: str, steps: int, skill_every: int, seeds: list[int]
 ) -> list[str]:
     """Sessions of these seeds in one insert per table (as the ingest writer batches rows)."""
@@ -136,7 +136,7 @@ def _service_pass_cpu(
     """CPU of a pass over fresh copies of the same sessions (in one insert) as the finalizer
     runs one: the collector paused until its results are dropped, and the collection after it
     counted (the pass's own figure leaves the release of its results out of its clock)."""
-    keys = [(project, key, 0) for key in _insert_sessions(store, project, steps, 5, seeds)]
+    keys = [(project, key, 0) for key in insert_sessions(store, project, steps, 5, seeds)]
     cpu = time.process_time()
     with gc_paused():
         outcomes, _ = rebuild_sessions(store, keys, rebuild=rebuild)
@@ -200,7 +200,7 @@ def run_rebuild_bench(
                 project = f"many-{run}"
                 seeds = [100 + run * sessions + i for i in range(sessions)]
                 inserted = (
-                    _insert_sessions(store, project, session_steps, 5, seeds)
+                    insert_sessions(store, project, session_steps, 5, seeds)
                     if batched
                     else [_insert_session(store, project, session_steps, 5, s) for s in seeds]
                 )

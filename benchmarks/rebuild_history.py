@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.rebuild import _insert_sessions
+from benchmarks.rebuild import insert_sessions
 from skillsight.rebuild.finalizer import default_rebuild, rebuild_sessions
 from skillsight.store import EmbeddedStore
 
@@ -35,10 +35,10 @@ def run_history_bench(
         store = EmbeddedStore(Path(tmp) / "store")
         try:
             store.migrate()
-            alone = _read_cpu(store, _insert_sessions(store, PROJECT, session_steps, 5, [1, 2]))
+            alone = _read_cpu(store, insert_sessions(store, PROJECT, session_steps, 5, [1, 2]))
             for start in range(0, history, _INSERT):
                 batch = list(range(10**6 + start, 10**6 + min(history, start + _INSERT)))
-                _insert_sessions(store, PROJECT, session_steps, 5, batch)
+                insert_sessions(store, PROJECT, session_steps, 5, batch)
             for table in ("spans", "events"):
                 store.execute(f"OPTIMIZE TABLE {table} FINAL")
             rates: list[float] = []
@@ -47,7 +47,7 @@ def run_history_bench(
                 seeds = [2 * 10**6 + run * sessions + i for i in range(sessions)]
                 keys = [
                     (PROJECT, key, 0)
-                    for key in _insert_sessions(store, PROJECT, session_steps, 5, seeds)
+                    for key in insert_sessions(store, PROJECT, session_steps, 5, seeds)
                 ]
                 cpu = time.process_time()
                 outcomes, _ = rebuild_sessions(store, keys, rebuild=rebuild)

@@ -9,6 +9,7 @@ a scheduler's batch are checked on 1.6M evaluation rows."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -206,8 +207,8 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         FROM numbers({EVALUATION_ROWS})""",
         {"project": P},
     )
-    batch = [
-        (f"skill-{n % 40}", str(store.query(f"SELECT lower(hex(MD5('{n}'))) AS id")[0]["id"]))
+    batch = [  # ten of the stored activations, each as its rows name it
+        (f"skill-{n % 40}", hashlib.md5(str(n).encode()).hexdigest())
         for n in range(0, 160_000, 16_001)
     ]
     renamed = batch[0][1]  # also scored once as another skill

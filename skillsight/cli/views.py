@@ -96,8 +96,9 @@ class StoreSource:
         return document
 
     def evaluations(self, activation: Activation) -> list[dict[str, Any]]:
-        key = activation.activation_id
-        rows = self.store.evaluations.of(self.project, [key], skills=[activation.skill_name])[key]
+        rows = self.store.evaluations.for_activation(
+            self.project, activation.activation_id, skill=activation.skill_name
+        )
         return [e.model_dump() for e in evaluations_of(rows, activation)]
 
 

@@ -164,8 +164,10 @@ def promote(
         activation = store.activations.get(project_id, activation_id)
         if activation is None:
             raise GoldenSetError(f"no activation {activation_id!r} in project {project_id!r}")
-        scored = store.evaluations.of(project_id, [activation_id], skills=[activation.skill_name])
-        rows = scored[activation_id]  # as the UI showed them: those under its current skill
+        # as the UI showed them: those recorded under its current skill
+        rows = store.evaluations.for_activation(
+            project_id, activation_id, skill=activation.skill_name
+        )
         answer = _stored_answer(store, project_id, activation.session_id)
         case = draft_case(activation, rows, final_answer=answer, cluster_id=cluster_id)
         behavior, drafted_by = case.expected_behavior, "rule"

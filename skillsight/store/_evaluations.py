@@ -271,8 +271,13 @@ class Evaluations:
             )
         return len(evaluations)
 
-    def for_activation(self, project_id: str, activation_id: str) -> list[EvaluationRow]:
-        """The latest row of each (evaluator, version) of one activation, by evaluator."""
+    def for_activation(
+        self, project_id: str, activation_id: str, *, skill: str | None = None
+    ) -> list[EvaluationRow]:
+        """The latest row of each (evaluator, version) of one activation, by evaluator;
+        ``skill``, its current skill: only the rows recorded under it (as :meth:`of`)."""
+        if skill is not None:
+            return self.of(project_id, [activation_id], skills=[skill])[activation_id]
         found: list[EvaluationRow] = self._store.query(  # type: ignore[assignment]
             _LIST_EVALUATIONS, {"project": project_id, "activation": activation_id}
         )
