@@ -5,7 +5,8 @@ A session's rows (what a rebuild reads) are checked on a project holding 80,000 
 each read's plan against the granules of the tables and of their projections (migration 0025),
 and its rows against the plain reading of what belongs to a session (every row that names it,
 that is in a trace it owns, or whose trace id is its key) over every row. The stored scores of
-a scheduler's batch are checked on 1.6M evaluation rows."""
+a scheduler's batch are checked on 1.6M evaluation rows, and read from their narrow digests once
+those hold every row (migration 0026)."""
 
 from __future__ import annotations
 
@@ -219,8 +220,14 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         {"project": P, "id": renamed},
     )
     ids, skills = [i for _, i in batch], [s for s, _ in batch]
+    # rows written before their digests were (migration 0026): read from the evaluations until
+    # the refresher has copied them
+    assert not store.evaluations.digests_ready()
+    before_copy = store.evaluations.scored_before(P, ids, skills=skills)
+    assert store.evaluations.backfill_digests() == 41 and store.evaluations.digests_ready()
 
     scored = store.evaluations.scored_before(P, ids, skills=skills)
+    assert sorted(scored, key=repr) == sorted(before_copy, key=repr)
     assert sorted((r.activation_id, r.evaluator) for r in scored) == sorted(
         (i, f"e{e}") for i in ids for e in range(5)
     )
@@ -234,7 +241,8 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
     }
 
     # What the scheduler's context assembler runs for a batch, with and without the judges'
-    # verdicts: the stored scores by skill and activation, a granule or two for each.
+    # verdicts: the stored scores by skill and activation, a granule or two for each; without
+    # them from the digests, in granules of 256 narrow rows instead of 8,192 wide ones.
     activations = [
         Activation(
             project_id=P,
@@ -257,7 +265,8 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         }
         ((sql, params),) = reads
         ((name, selected, total),) = _granules_read(store, sql, params)
-        assert name == "evaluations" and total >= 190, (name, selected, total)
+        table, granules = ("evaluations", 190) if verdicts else ("evaluation_digests", 6_000)
+        assert name == table and total >= granules, (name, selected, total)
         assert selected <= 2 * len(ids), (selected, total)
 
     # The API and the UI show each activation's evaluations the same way, as its skill's

@@ -53,6 +53,7 @@ SHARDING_KEYS: dict[str, str] = {
     "trajectories": "cityHash64(project_id, session_id)",
     "activations": "cityHash64(project_id, activation_id)",
     "evaluations": "cityHash64(project_id, activation_id)",
+    "evaluation_digests": "cityHash64(project_id, activation_id)",
     "judge_spend": "cityHash64(project_id, activation_id)",
     "failures": "cityHash64(project_id, activation_id)",
     "cluster_members": "cityHash64(project_id, activation_id)",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import pyarrow as pa
 
 from skillsight.errors import StoreError
+from skillsight.store._rollups import ANY_EVALUATION, read_model_ready, set_read_model_ready
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -128,6 +129,33 @@ WHERE project_id = {project:String} AND __ACTIVATIONS__
 ORDER BY evaluated_at DESC
 LIMIT 1 BY activation_id, evaluator, evaluator_version"""
 
+DIGESTS_READ_MODEL = "evaluation_digests"
+"""The ``read_models`` name recording that ``evaluation_digests`` holds every evaluation row."""
+
+# The digests' columns (in the order of the rows'), from an evaluation batch's streamed columns.
+_DIGESTED = frozenset(
+    {
+        "project_id",
+        "skill_name",
+        "activation_id",
+        "evaluator",
+        "evaluator_version",
+        "activation_digest",
+        "inputs_hash",
+        "compared_with",
+        "evaluated_at",
+    }
+)
+_DIGEST_COLUMNS = [name for name, _, _, _ in EVALUATION_ROW if name in _DIGESTED]
+_DIGEST_SELECT = ", ".join(e for name, _, _, e in EVALUATION_ROW if name in _DIGESTED)
+# The rows written before the digests existed, a skill at a time (rows written meanwhile are
+# copied by their writers; a row copied twice replaces itself).
+_DIGEST_SKILLS = "SELECT DISTINCT project_id, skill_name FROM evaluations ORDER BY ALL"
+_BACKFILL_DIGESTS = f"""
+INSERT INTO evaluation_digests ({", ".join(_DIGEST_COLUMNS)})
+SELECT {", ".join(_DIGEST_COLUMNS)} FROM evaluations
+WHERE project_id = {{project:String}} AND skill_name = {{skill:String}}"""
+
 # The activations of those reads: by id, or each under its current skill. By id a bloom filter
 # picks the granules, and the hundreds of ids of a scheduler's batch pass nearly every granule's
 # filter (at 10M activations, 100 ids: 2,764 of 8,730 granules read, 360 ms of CPU). With the
@@ -145,6 +173,11 @@ _SCORED_BEFORE_OF = {
     skills: _SCORED_BEFORE.replace("__ACTIVATIONS__", condition)
     for skills, condition in _BY_ACTIVATION.items()
 }
+# By skill and id from ``evaluation_digests`` (migration 0026), a narrow copy of those columns in
+# granules of 256 rows: a look-up of one activation reads one of them, not 8,192 wide rows.
+_SCORED_BEFORE_DIGESTS = _SCORED_BEFORE_OF[True].replace(
+    "FROM evaluations", "FROM evaluation_digests"
+)
 
 # What LLM judges spent since a moment, over every project (the daily spend cap is the
 # service's): the ledger (migration 0018), and the judges' evaluation rows for what was spent
@@ -235,6 +268,7 @@ class Evaluations:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._digests_ready = False
 
     def write(self, project_id: str, evaluations: Sequence[Mapping[str, Any]]) -> int:
         """Insert evaluation rows (``Evaluation.to_row`` dicts) in one batch; a row with the key
@@ -250,7 +284,12 @@ class Evaluations:
         table = evaluation_table(project_id, evaluations)
         rollups = self._store.scorecards.rollups
         rollups.ready()  # asked before the first row lands: an empty store needs no backfill
+        self.digests_ready()  # the same
         self._store.insert_select("evaluations", COLUMNS, SELECT, table, STRUCTURE)
+        # after the rows: what the scheduler reads back must never claim a row not written
+        self._store.insert_select(
+            "evaluation_digests", _DIGEST_COLUMNS, _DIGEST_SELECT, table, STRUCTURE
+        )
         production = [i for i, row in enumerate(evaluations) if not row.get("activation_rerun_id")]
         started = [str(evaluations[i].get("activation_started_at") or "") for i in production]
         copied = table
@@ -314,8 +353,32 @@ class Evaluations:
         params = _activations(project_id, activation_ids, skills)
         if not params["activations"]:
             return []
-        found = self._store.query(_SCORED_BEFORE_OF[skills is not None], params)
+        if skills is not None and self.digests_ready():
+            found = self._store.query(_SCORED_BEFORE_DIGESTS, params)
+        else:
+            found = self._store.query(_SCORED_BEFORE_OF[skills is not None], params)
         return [ScoredBefore.of_row(row) for row in found]
+
+    def digests_ready(self) -> bool:
+        """Whether ``evaluation_digests`` holds every evaluation row (:meth:`scored_before`
+        reads it then). A store without evaluations is ready as soon as this is asked; one
+        with rows from before it existed, once :meth:`backfill_digests` has run."""
+        self._digests_ready = self._digests_ready or read_model_ready(
+            self._store, DIGESTS_READ_MODEL, ANY_EVALUATION
+        )
+        return self._digests_ready
+
+    def backfill_digests(self) -> int:
+        """Copy every evaluation row's digests into ``evaluation_digests``, a skill at a time,
+        and record the read model as ready. Rows written meanwhile are copied by their writers.
+        Returns the (project, skill) pairs copied."""
+        skills = self._store.query(_DIGEST_SKILLS)
+        for row in skills:
+            params = {"project": str(row["project_id"]), "skill": str(row["skill_name"])}
+            self._store.execute(_BACKFILL_DIGESTS, params)
+        set_read_model_ready(self._store, DIGESTS_READ_MODEL)
+        self._digests_ready = True
+        return len(skills)
 
     def judge_spend_since(self, since: datetime) -> float:
         """Dollars LLM judges spent since ``since`` (their evaluation rows, every project)."""

@@ -5,8 +5,9 @@ their last refresh, off the event loop. Reads are exact without it (a marked day
 the copied rows), so it only keeps those days few: a scorecard then reads a handful of
 aggregate rows per day. A day it refreshed less than ``hold_s`` ago whose marks since all name
 their hour (steady traffic's newest hour, marked again within a second) waits. Its first pass
-copies the rows written before the read models existed (:meth:`ScorecardRollups.backfill`),
-after which readers switch to the read models.
+copies the rows written before the read models existed (:meth:`ScorecardRollups.backfill`,
+and the evaluations' digests, :meth:`Evaluations.backfill_digests`), after which readers switch
+to the read models.
 
 Several processes may run one (the evaluation workers of a scaled-out deployment): each takes the
 skills whose hash falls in its ``shard``; a day refreshed twice is harmless.
@@ -39,6 +40,9 @@ class RefresherStats:
     """Days the last pass left waiting: refreshed less than ``hold_s`` ago, marked since in
     some hours only (live traffic's)."""
     backfilled_skills: int = 0
+    backfilled_digests: int = 0
+    """(project, skill) pairs whose evaluations' digests were copied (rows from before
+    ``evaluation_digests`` existed)."""
     errors: int = 0
     last_error: str = ""
     last_pass_ms: float = 0.0
@@ -87,6 +91,9 @@ class ReadModelRefresher:
         """One pass (backfilling first if needed); returns the days refreshed."""
         started = time.perf_counter()
         rollups = self.store.scorecards.rollups
+        evaluations = self.store.evaluations
+        if not evaluations.digests_ready() and self.shard[0] == 0:
+            self.stats.backfilled_digests += evaluations.backfill_digests()
         if not rollups.ready() and self.shard[0] == 0:
             self.stats.backfilled_skills += rollups.backfill()
         elif not rollups.activations_ready() and self.shard[0] == 0:
@@ -117,6 +124,7 @@ class ReadModelRefresher:
             "days_refreshed": s.days_refreshed,
             "days_held": s.days_held,
             "backfilled_skills": s.backfilled_skills,
+            "backfilled_digests": s.backfilled_digests,
             "errors": s.errors,
             "last_error": s.last_error,
             "last_pass_ms": round(s.last_pass_ms, 1),

@@ -94,7 +94,30 @@ _READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = 
 _SET_READY = (
     "INSERT INTO read_models (project_id, name, ready_at) SELECT '', {name:String}, now64(6)"
 )
-_ANY_EVALUATION = "SELECT count() AS n FROM (SELECT 1 FROM evaluations LIMIT 1)"
+ANY_EVALUATION = "SELECT count() AS n FROM (SELECT 1 FROM evaluations LIMIT 1)"
+
+
+def read_model_ready(store: Store, name: str, any_source_row: str) -> bool:
+    """Whether the read model ``name`` is recorded in ``read_models`` as holding every row of
+    its source; recorded now, when the source has no row (``any_source_row`` counts 0 or 1):
+    its writers write both from then on. False for a read-only user of an empty store, whose
+    readers then read the source."""
+    if int(store.query(_READY, {"name": name})[0]["n"]):
+        return True
+    if int(store.query(any_source_row)[0]["n"]):
+        return False
+    try:
+        store.execute(_SET_READY, {"name": name})
+    except StoreError as exc:
+        log.debug("cannot record the read model %s as ready: %s", name, exc)
+        return False
+    return True
+
+
+def set_read_model_ready(store: Store, name: str) -> None:
+    """Record that the read model ``name`` holds every row of its source."""
+    store.execute(_SET_READY, {"name": name})
+
 
 _SKILLS = """
 SELECT DISTINCT project_id, skill_name FROM evaluations
@@ -146,32 +169,16 @@ class ScorecardRollups:
     def ready(self) -> bool:
         """Whether ``scorecard_rows`` holds every evaluation row (readers may use the read
         models). A store without evaluations is ready as soon as this is asked."""
-        if self._ready:
-            return True
-        if int(self._store.query(_READY, {"name": READ_MODEL})[0]["n"]):
-            self._ready = True
-        elif not int(self._store.query(_ANY_EVALUATION)[0]["n"]):
-            try:
-                self._store.execute(_SET_READY, {"name": READ_MODEL})
-                self._ready = True
-            except StoreError as exc:  # a read-only user: readers use the raw tables
-                log.debug("cannot record the scorecard read model as ready: %s", exc)
+        self._ready = self._ready or read_model_ready(self._store, READ_MODEL, ANY_EVALUATION)
         return self._ready
 
     def activations_ready(self) -> bool:
         """Whether every day of the ``activations`` table is marked or refreshed, so a clean
         day's kind 4 rows count all of its activations. A store without activations is ready
         as soon as this is asked."""
-        if self._activations_ready:
-            return True
-        if int(self._store.query(_READY, {"name": ACTIVATIONS_READ_MODEL})[0]["n"]):
-            self._activations_ready = True
-        elif not int(self._store.query(_ANY_ACTIVATION)[0]["n"]):
-            try:
-                self._store.execute(_SET_READY, {"name": ACTIVATIONS_READ_MODEL})
-                self._activations_ready = True
-            except StoreError as exc:  # a read-only user: readers count the activations
-                log.debug("cannot record the activation read model as ready: %s", exc)
+        self._activations_ready = self._activations_ready or read_model_ready(
+            self._store, ACTIVATIONS_READ_MODEL, _ANY_ACTIVATION
+        )
         return self._activations_ready
 
     def mark_activation_days(self) -> None:
@@ -179,7 +186,7 @@ class ScorecardRollups:
         before rebuilds marked their days, and nobody scored them), then record the activation
         read model as ready: the refresher counts them."""
         self._store.execute(MARK_UNREFRESHED_ACTIVATION_DAYS)
-        self._store.execute(_SET_READY, {"name": ACTIVATIONS_READ_MODEL})
+        set_read_model_ready(self._store, ACTIVATIONS_READ_MODEL)
         self._activations_ready = True
 
     # -- the write path ----------------------------------------------------------------------
@@ -401,7 +408,7 @@ class ScorecardRollups:
             # by their writers
             self.refresh(params["project"], params["skill"], days)
         if not project_id:
-            self._store.execute(_SET_READY, {"name": READ_MODEL})
+            set_read_model_ready(self._store, READ_MODEL)
             self._ready = True
             if not self.activations_ready():  # days with activations and no evaluation
                 self.mark_activation_days()
