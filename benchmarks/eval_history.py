@@ -80,7 +80,8 @@ def _replay(handed: list[list[Activation]], skills: list[str], rows: int) -> tup
 
 def _history(store: EmbeddedStore, skills: list[str], rows: int) -> None:
     """``rows`` evaluation rows of other activations of these skills, six evaluators each, in
-    one insert, merged into one part as an old project's rows end up."""
+    one insert, merged into one part as an old project's rows end up; their digests copied as a
+    service's refresher copies them."""
     store.execute(
         f"""
         INSERT INTO evaluations (project_id, activation_id, evaluator, evaluator_version,
@@ -95,3 +96,7 @@ def _history(store: EmbeddedStore, skills: list[str], rows: int) -> None:
         {"project": PROJECT, "skills": skills},
     )
     store.execute("OPTIMIZE TABLE evaluations FINAL")
+    # the read model refresher's first pass in a service: the rows' digests copied (migration
+    # 0026), which the scheduler reads from then on
+    store.evaluations.backfill_digests()
+    store.execute("OPTIMIZE TABLE evaluation_digests FINAL")
