@@ -240,9 +240,10 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         i: [f"e{e}" for e in range(5)] for i in ids
     }
 
-    # What the scheduler's context assembler runs for a batch, with and without the judges'
-    # verdicts: the stored scores by skill and activation, a granule or two for each; without
-    # them from the digests, in granules of 256 narrow rows instead of 8,192 wide ones.
+    # What the scheduler's context assembler runs for a batch: the stored scores by skill and
+    # activation from their digests, in granules of 256 narrow rows instead of 8,192 wide ones;
+    # with a judge, also the whole rows of the activations it scored (under their current
+    # skill), a granule or two of the evaluations for each.
     activations = [
         Activation(
             project_id=P,
@@ -257,17 +258,19 @@ def test_a_batchs_stored_scores_are_read_by_skill_and_activation(store: Store) -
         )
         for skill, activation_id in batch
     ]
-    for verdicts in (False, True):
+    for judges, judged in (((), False), (("e0",), True), (("e9",), False)):
         with _Reads(store) as reads:
-            found = ContextAssembler(store, verdicts=verdicts).stored_scores(P, activations)
+            found = ContextAssembler(store, judges=judges).stored_scores(P, activations)
         assert {i: sorted(by) for i, by in found.before.items()} == {
             i: [(f"e{e}", "1") for e in range(5)] for i in ids
         }
-        ((sql, params),) = reads
-        ((name, selected, total),) = _granules_read(store, sql, params)
-        table, granules = ("evaluations", 190) if verdicts else ("evaluation_digests", 6_000)
-        assert name == table and total >= granules, (name, selected, total)
-        assert selected <= 2 * len(ids), (selected, total)
+        assert sorted(found.verdicts) == (sorted(ids) if judged else [])
+        expected = [("evaluation_digests", 6_000)] + ([("evaluations", 190)] if judged else [])
+        assert len(reads) == len(expected), reads
+        for (sql, params), (table, granules) in zip(reads, expected, strict=True):
+            ((name, selected, total),) = _granules_read(store, sql, params)
+            assert name == table and total >= granules, (name, selected, total)
+            assert selected <= 2 * len(ids), (selected, total)
 
     # The API and the UI show each activation's evaluations the same way, as its skill's
     # scorecard counts them: the row recorded under the skill it no longer has is not one.

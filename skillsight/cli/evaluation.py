@@ -86,7 +86,7 @@ def eval_run(
                 registry=service.registry,
                 rates=None if evaluator else service.rates,
                 trajectories=service.needs_trajectories,
-                verdicts=bool(service.judge_names),
+                judges=set(service.judge_names) & set(evaluator or service.registry.names),
                 on_total=lambda n: progress.update(task, total=n),
                 on_progress=lambda n: progress.advance(task, n),
             )

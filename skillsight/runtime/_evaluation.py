@@ -87,7 +87,7 @@ def build_scheduler(
             store,
             trajectories=service.needs_trajectories,
             # a judge answers an unchanged activation with its stored verdict
-            verdicts=bool(set(service.judge_names) & set(names or registry.names)),
+            judges=set(service.judge_names) & set(names or registry.names),
         ),
         skills=split_names(settings.eval_skills),
         agents=split_names(settings.eval_agents),

@@ -9,7 +9,7 @@ as online; rows replace earlier ones of the same (activation, evaluator, version
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -46,7 +46,7 @@ def backfill(
     registry: Registry | None = None,
     rates: Mapping[str, float] | None = None,
     trajectories: bool = False,
-    verdicts: bool = False,
+    judges: Collection[str] = (),
     batch: int = 500,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
@@ -54,7 +54,8 @@ def backfill(
     """Score every current activation of the project (started since ``since``, of ``skill``)
     with the chosen evaluators (all of ``registry`` by default, each at its ``rates`` share)
     and store the rows. ``trajectories`` reads each session's trajectory for the judges;
-    ``verdicts`` their stored verdicts (a judge shown the same prompt answers with its own)."""
+    ``judges``: the judges among them, whose stored verdicts are read (a judge shown the same
+    prompt answers with its own)."""
     started = time.perf_counter()
     registry = registry or deterministic_registry()
     names = list(evaluators) if evaluators is not None else registry.names
@@ -67,7 +68,7 @@ def backfill(
         on_total(len(found))
     # baselines grow in start order instead of being seeded or recalled
     assembler = ContextAssembler(
-        store, seed=False, recall=False, trajectories=trajectories, verdicts=verdicts
+        store, seed=False, recall=False, trajectories=trajectories, judges=judges
     )
     report = BackfillReport(activations=len(found))
     for offset in range(0, len(found), batch):

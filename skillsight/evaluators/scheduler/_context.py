@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -128,7 +128,7 @@ class ContextAssembler:
         seed: bool = True,
         recall: bool = True,
         trajectories: bool = False,
-        verdicts: bool = False,
+        judges: Collection[str] = (),
     ) -> None:
         self.store = store
         self.catalogue_ttl_s = catalogue_ttl_s
@@ -140,8 +140,9 @@ class ContextAssembler:
         catalogue). Off (a backfill): everything is scored afresh."""
         self.trajectories = trajectories
         """Also read the session's trajectory (for judges whose prompt shows it)."""
-        self.verdicts = verdicts
-        """Also read the activations' stored judge verdicts (:meth:`stored_scores`)."""
+        self.judges = frozenset(judges)
+        """The judges scored: also read the activations' stored verdicts of these
+        (:meth:`stored_scores`)."""
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
@@ -228,22 +229,31 @@ class ContextAssembler:
             return None
 
     def stored_scores(self, project_id: str, activations: Sequence[Activation]) -> StoredScores:
-        """What the activations' stored evaluations scored, in one query (none when the
-        assembler reads neither ``recall`` nor ``verdicts``): per activation id, what the newest
-        row of each (evaluator, version) scored (the digest of its inputs: an activation handed
-        over again with the same inputs keeps those verdicts), and, with ``verdicts``, the
-        judge verdicts that say what prompt they answered. And, for those this process has not
+        """What the activations' stored evaluations scored (none when the assembler reads
+        neither ``recall`` nor ``judges``): per activation id, what the newest row of each
+        (evaluator, version) scored (the digest of its inputs: an activation handed over again
+        with the same inputs keeps those verdicts), and, with ``judges``, the verdicts of
+        those that say what prompt they answered. And, for those this process has not
         compared, what they were compared with then, remembered: the efficiency baseline and
         the catalogue skill_selection saw. A session rebuilt again after a restart, or scored
         first by another worker, is compared with that, not with a window that by now holds it
         and the activations after it, nor with a catalogue changed since. Only rows recorded
         under each activation's current skill are read (through the evaluations' sort key): one
-        recorded under another skill scored another record of it, whose digest differs."""
+        recorded under another skill scored another record of it, whose digest differs. What
+        was scored is read from the narrow digests (:meth:`Evaluations.scored_before`); the
+        whole rows only of the activations a judge has scored, which a judge's sample keeps
+        few."""
         skill_of = {a.activation_id: a.skill_name for a in activations}
         ids, skills = list(skill_of), list(skill_of.values())
+        if not ids or not (self.recall_stored or self.judges):
+            return StoredScores({}, {})
+        scored = self.store.evaluations.scored_before(project_id, ids, skills=skills)
         verdicts: dict[str, dict[tuple[str, str], Evaluation]] = {}
-        if ids and self.verdicts:  # the whole rows, for the judges
-            found = self.store.evaluations.of(project_id, ids, skills=skills)
+        judged = list(dict.fromkeys(r.activation_id for r in scored if r.evaluator in self.judges))
+        if judged:  # the whole rows, for the judges
+            found = self.store.evaluations.of(
+                project_id, judged, skills=[skill_of[i] for i in judged]
+            )
             verdicts = {
                 key: {
                     (str(r["evaluator"]), str(r["evaluator_version"])): Evaluation.from_row(r)
@@ -252,16 +262,9 @@ class ContextAssembler:
                 }
                 for key, rows in found.items()
             }
-            newest = sorted(
-                (r for rows in found.values() for r in rows),
-                key=lambda r: -int(r["evaluated_at_us"]),
-            )
-            scored = [ScoredBefore.of_row(r) for r in newest] if self.recall_stored else []
-        elif ids and self.recall_stored:
-            scored = self.store.evaluations.scored_before(project_id, ids, skills=skills)
-        else:
-            scored = []
-        return StoredScores(self._remember(project_id, scored), verdicts)
+        return StoredScores(
+            self._remember(project_id, scored if self.recall_stored else []), verdicts
+        )
 
     def _remember(
         self, project_id: str, rows: Sequence[ScoredBefore]
