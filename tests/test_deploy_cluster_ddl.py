@@ -147,6 +147,9 @@ def test_alters_go_to_the_local_tables_and_column_changes_to_both(
         "ALTER TABLE evaluations ADD COLUMN IF NOT EXISTS x String DEFAULT ''"
     )
     assert "evaluations_local" in local and "`evaluations` ON CLUSTER" in distributed
+    [codec] = SCHEMA.statements("ALTER TABLE evaluations MODIFY COLUMN inputs_hash CODEC(ZSTD(1))")
+    text = formatted(embedded_store, codec)
+    assert "skillsight.evaluations_local ON CLUSTER skillsight" in text and "ZSTD(1)" in text
     ttl = SCHEMA.retention("spans", "toDateTime(start_time) + INTERVAL 30 DAY")
     assert "spans_local ON CLUSTER skillsight" in formatted(embedded_store, ttl)
     assert "MODIFY TTL" in formatted(embedded_store, ttl)

@@ -29,10 +29,10 @@ Reads still go through the Distributed tables and deduplicate at query time (``L
 ``argMax``), so a result never depends on where a row landed; the sharding key is what lets
 background merges do the same work on disk.
 
-ALTERs go to the local tables ``ON CLUSTER`` (indexes, settings, TTL); column changes also to the
-Distributed table. Anything else in a migration fails loudly here, rather than meaning something
-else on a cluster. ``schema_migrations`` is one table replicated to every node (its Keeper path has
-no shard), so a migration is recorded once and every node sees it.
+ALTERs go to the local tables ``ON CLUSTER`` (indexes, settings, TTL, a column's codec); column
+changes also to the Distributed table. Anything else in a migration fails loudly here, rather
+than meaning something else on a cluster. ``schema_migrations`` is one table replicated to every
+node (its Keeper path has no shard), so a migration is recorded once and every node sees it.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ _ALTER = re.compile(r"^ALTER\s+TABLE\s+(?P<name>\w+)\s+(?P<actions>.*)$", re.IGN
 # ALTER actions that change only how the data is stored: the local tables alone.
 _STORAGE_ACTIONS = re.compile(
     r"^\s*(ADD\s+INDEX|DROP\s+INDEX|MATERIALIZE\s+INDEX|MODIFY\s+SETTING|MODIFY\s+TTL|"
-    r"REMOVE\s+TTL|ADD\s+PROJECTION|MATERIALIZE\s+PROJECTION)\b",
+    r"REMOVE\s+TTL|ADD\s+PROJECTION|MATERIALIZE\s+PROJECTION|MODIFY\s+COLUMN\s+\w+\s+CODEC)\b",
     re.IGNORECASE,
 )
 # ALTER actions that change the columns: the local tables, then the Distributed one.
