@@ -46,15 +46,21 @@ def run_eval_history_bench(
         "evaluators": len(CHEAP),
     }
     for label, rows in (("empty", 0), ("history", history)):
-        new, again = _replay(handed, skills, rows)
+        new, again, kept = _replay(handed, skills, rows)
         report[label] = {
             "new_us_per_activation": round(new / batch * 1e6),
             "again_us_per_activation": round(again / batch * 1e6),
+            "kept_again": kept,
         }
     return report
 
 
-def _replay(handed: list[list[Activation]], skills: list[str], rows: int) -> tuple[float, float]:
+def _replay(
+    handed: list[list[Activation]], skills: list[str], rows: int
+) -> tuple[float, float, int]:
+    """Median CPU seconds of a new hand-over and of the same again, and the verdicts the
+    hand-overs again kept (the scheduler's ``unchanged``: every one, when the stored scores
+    are read back)."""
     with tempfile.TemporaryDirectory(prefix="skillsight-bench-eval-history-") as tmp:
         store = EmbeddedStore(Path(tmp) / "store")
         try:
@@ -62,16 +68,19 @@ def _replay(handed: list[list[Activation]], skills: list[str], rows: int) -> tup
             if rows:
                 _history(store, skills, rows)
 
-            async def go() -> tuple[float, float]:
+            async def go() -> tuple[float, float, int]:
                 new: list[float] = []
                 again: list[float] = []
+                kept = 0
                 async with EvaluationScheduler(store, evaluators=CHEAP) as scheduler:
                     for activations in handed:
                         for times in (new, again):
+                            unchanged = scheduler.stats.unchanged
                             started = time.process_time()
                             await scheduler.score(PROJECT, activations)
                             times.append(time.process_time() - started)
-                return statistics.median(new), statistics.median(again)
+                        kept += scheduler.stats.unchanged - unchanged
+                return statistics.median(new), statistics.median(again), kept
 
             return asyncio.run(go())
         finally:

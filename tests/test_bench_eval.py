@@ -71,3 +71,5 @@ def test_bench_eval_with_history_reports_the_hand_overs() -> None:
     for where in ("empty", "history"):
         for measure in ("new_us_per_activation", "again_us_per_activation"):
             assert report[where][measure] > 0, (where, measure)
+        # handed over again unchanged: every verdict read back from the store and kept
+        assert report[where]["kept_again"] == 4 * 6, where

@@ -31,7 +31,7 @@ def with_evaluations(
     ``response_model_exclude_unset``."""
     ids, skills = [a.activation_id for a in found], [a.skill_name for a in found]
     rows = store.evaluations.of(project_id, ids, skills=skills)
-    clusters = cluster_refs(store, project_id, [a.activation_id for a in found])
+    clusters = cluster_refs(store, project_id, ids)
     out = []
     for activation in found:
         record = activation.model_dump()

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import pyarrow as pa
 
 from skillsight.errors import StoreError
-from skillsight.store._rollups import ANY_EVALUATION, read_model_ready, set_read_model_ready
+from skillsight.store._read_models import (
+    ANY_EVALUATION,
+    EVALUATED_SKILLS,
+    read_model_ready,
+    set_read_model_ready,
+)
 from skillsight.store._sql import micros
 
 if TYPE_CHECKING:
@@ -150,7 +155,6 @@ _DIGEST_COLUMNS = [name for name, _, _, _ in EVALUATION_ROW if name in _DIGESTED
 _DIGEST_SELECT = ", ".join(e for name, _, _, e in EVALUATION_ROW if name in _DIGESTED)
 # The rows written before the digests existed, a skill at a time (rows written meanwhile are
 # copied by their writers; a row copied twice replaces itself).
-_DIGEST_SKILLS = "SELECT DISTINCT project_id, skill_name FROM evaluations ORDER BY ALL"
 _BACKFILL_DIGESTS = f"""
 INSERT INTO evaluation_digests ({", ".join(_DIGEST_COLUMNS)})
 SELECT {", ".join(_DIGEST_COLUMNS)} FROM evaluations
@@ -372,7 +376,7 @@ class Evaluations:
         """Copy every evaluation row's digests into ``evaluation_digests``, a skill at a time,
         and record the read model as ready. Rows written meanwhile are copied by their writers.
         Returns the (project, skill) pairs copied."""
-        skills = self._store.query(_DIGEST_SKILLS)
+        skills = self._store.query(EVALUATED_SKILLS, {"project": ""})
         for row in skills:
             params = {"project": str(row["project_id"]), "skill": str(row["skill_name"])}
             self._store.execute(_BACKFILL_DIGESTS, params)

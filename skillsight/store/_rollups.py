@@ -27,16 +27,20 @@ activations in their table.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skillsight.errors import StoreError
 from skillsight.store._day_aggregates import REFRESH_HOURS, STAMPED_HOURS
 from skillsight.store._day_states import DayState, epoch_hour, read_day_states
+from skillsight.store._read_models import (
+    ANY_EVALUATION,
+    EVALUATED_SKILLS,
+    read_model_ready,
+    set_read_model_ready,
+)
 from skillsight.store._rollup_marks import (
     ACTIVATION_MARK_SELECT,
     ACTIVATION_MARK_STRUCTURE,
@@ -56,7 +60,6 @@ from skillsight.store._rollup_rows import write_refresh
 if TYPE_CHECKING:
     from skillsight.store._store import Store
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 READ_MODEL = "scorecards"
@@ -89,40 +92,6 @@ ACTIVATIONS_READ_MODEL = "activation_days"
 readers may then count activations from the kind 4 rows of clean days."""
 
 _ANY_ACTIVATION = "SELECT count() AS n FROM (SELECT 1 FROM activations LIMIT 1)"
-
-_READY = "SELECT count() AS n FROM read_models WHERE project_id = '' AND name = {name:String}"
-_SET_READY = (
-    "INSERT INTO read_models (project_id, name, ready_at) SELECT '', {name:String}, now64(6)"
-)
-ANY_EVALUATION = "SELECT count() AS n FROM (SELECT 1 FROM evaluations LIMIT 1)"
-
-
-def read_model_ready(store: Store, name: str, any_source_row: str) -> bool:
-    """Whether the read model ``name`` is recorded in ``read_models`` as holding every row of
-    its source; recorded now, when the source has no row (``any_source_row`` counts 0 or 1):
-    its writers write both from then on. False for a read-only user of an empty store, whose
-    readers then read the source."""
-    if int(store.query(_READY, {"name": name})[0]["n"]):
-        return True
-    if int(store.query(any_source_row)[0]["n"]):
-        return False
-    try:
-        store.execute(_SET_READY, {"name": name})
-    except StoreError as exc:
-        log.debug("cannot record the read model %s as ready: %s", name, exc)
-        return False
-    return True
-
-
-def set_read_model_ready(store: Store, name: str) -> None:
-    """Record that the read model ``name`` holds every row of its source."""
-    store.execute(_SET_READY, {"name": name})
-
-
-_SKILLS = """
-SELECT DISTINCT project_id, skill_name FROM evaluations
-WHERE ({project:String} = '' OR project_id = {project:String})
-ORDER BY project_id, skill_name"""
 
 # Every current evaluation row of a skill with its activation's start (the scorecard's join).
 _BACKFILL = f"""
@@ -399,7 +368,7 @@ class ScorecardRollups:
         """Copy every current evaluation row into ``scorecard_rows`` (a skill at a time),
         refresh every day, and record the read model as ready. Rows written meanwhile are
         copied by their writers. Returns the skills copied."""
-        skills = self._store.query(_SKILLS, {"project": project_id})
+        skills = self._store.query(EVALUATED_SKILLS, {"project": project_id})
         for row in skills:
             params = {"project": str(row["project_id"]), "skill": str(row["skill_name"])}
             self._store.execute(_BACKFILL, params)
