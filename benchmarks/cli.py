@@ -160,8 +160,8 @@ def bench_rebuild(
         int,
         typer.Option(
             "--prompts",
-            help="Prompts of a session rebuilt after each, with and without the row cache "
-            "(0 skips it).",
+            help="Prompts of a session rebuilt after each: extended, whole with the row cache, "
+            "and whole without it (0 skips it).",
         ),
     ] = 20,
     prompt_steps: Annotated[int, typer.Option("--prompt-steps", help="Steps per prompt.")] = 50,
@@ -216,13 +216,13 @@ def bench_rebuild(
                     )
         if prompts:
             report["many_prompts"] = many = [
-                run_many_prompts_bench(prompts=prompts, steps=prompt_steps, cached=cached)
-                for cached in (True, False)
+                run_many_prompts_bench(prompts=prompts, steps=prompt_steps, mode=mode)
+                for mode in PROMPT_MODES
             ]
             for r in many:
                 console.print(
                     f"session of {prompts} prompts of {prompt_steps} steps, rebuilt after each, "
-                    f"{'with' if r['cached'] else 'without'} the row cache: "
+                    f"{PROMPT_MODES[r['mode']]} ({r['extended']} extended): "
                     f"{r['total_cpu_s']} CPU-s in all = {r['ratio']}x one rebuild "
                     f"({r['one_rebuild_cpu_s']} CPU-s; read {r['read_cpu_s']}, "
                     f"algorithm {r['algorithm_cpu_s']}, write {r['write_cpu_s']}; "
@@ -232,6 +232,13 @@ def bench_rebuild(
         raise fail(str(exc)) from exc
     if as_json:
         print(json.dumps(report, indent=2))
+
+
+PROMPT_MODES = {
+    "extended": "as the finalizer runs (row cache, each rebuild extending the one before)",
+    "cached": "with the row cache, every rebuild whole",
+    "whole": "without the row cache, every rebuild whole",
+}
 
 
 @app.command("eval")

@@ -5,9 +5,11 @@ prompt makes the finalizer rebuild the session. This replays a session of ``prom
 ``steps`` steps each (:func:`benchmarks.sessions.synthetic_session`, one trace a prompt, each
 prompt after the one before): after each prompt's rows are in, the session is rebuilt as the
 finalizer rebuilds it (:func:`rebuild_sessions`, in this one process, so its row cache carries
-over from one prompt to the next as in ``skillsight serve``). The total CPU of those rebuilds is
-compared with one rebuild of the whole session by a fresh process (no cache), split into the
-store's reads, the algorithm and the writes.
+over from one prompt to the next as in ``skillsight serve``, and each rebuild extends the one
+before by the new prompt). The total CPU of those rebuilds is compared with one rebuild of the
+whole session by a fresh process (no cache), split into the store's reads, the algorithm and the
+writes; the same replay with the row cache but every rebuild whole, and with neither, say what
+each part gives.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from benchmarks.rebuild import raw_tables
 from benchmarks.rebuild_long import whole_rebuild_cpu_s
 from benchmarks.sessions import synthetic_session
+from skillsight.rebuild import session as algorithm_module
 from skillsight.rebuild.finalizer import SessionRowCache, default_rebuild, rebuild_sessions
 from skillsight.store import EmbeddedStore
 
@@ -73,21 +76,30 @@ class _Clock:
         return timed
 
 
+MODES = ("extended", "cached", "whole")
+
+
 def run_many_prompts_bench(
-    *, prompts: int = 20, steps: int = 50, cached: bool = True
+    *, prompts: int = 20, steps: int = 50, mode: str = "extended"
 ) -> dict[str, Any]:
     """Rebuild work of a session rebuilt after each of ``prompts`` prompts, against one
     rebuild of the whole session, split into the algorithm, the writes and the rest (the
-    reads and the look at its span ids); ``cached=False`` reads the session whole every time
-    (the finalizer without its row cache)."""
+    reads and the look at its span ids). ``mode``: ``extended`` as the finalizer runs (the row
+    cache, and each rebuild extending the one before), ``cached`` the row cache with every
+    rebuild whole, ``whole`` the session read and rebuilt whole every time."""
+    if mode not in MODES:
+        raise ValueError(f"mode is one of {', '.join(MODES)}")
     algorithm, write = _Clock(), _Clock()
-    rebuild = algorithm.wrap(default_rebuild())
+    rebuild = None if mode == "extended" else algorithm.wrap(default_rebuild())
+    extend = algorithm_module.rebuild_or_extend
+    algorithm_module.rebuild_or_extend = algorithm.wrap(extend)
     ident = (PROJECT, KEY)
     with tempfile.TemporaryDirectory(prefix="skillsight-bench-prompts-") as tmp:
         store = EmbeddedStore(Path(tmp) / "store")
         try:
             store.migrate()
-            cache = SessionRowCache(overlap_us=0) if cached else None  # one writer: no overlap
+            # one writer: no overlap
+            cache = SessionRowCache(overlap_us=0) if mode != "whole" else None
             cpu, rows_in, rows_read, watermark, through, activations = 0.0, 0, 0, 0, 0, 0
             writes = store.rebuilds.write
             store.rebuilds.write = write.wrap(writes)  # type: ignore[method-assign]
@@ -118,12 +130,15 @@ def run_many_prompts_bench(
             split = {"algorithm_cpu_s": algorithm.cpu, "write_cpu_s": write.cpu}
             store.rebuilds.write = writes  # type: ignore[method-assign]
             one = whole_rebuild_cpu_s(store, PROJECT, KEY, default_rebuild())
+            extended = cache.stats.extended if cache is not None else 0
         finally:
+            algorithm_module.rebuild_or_extend = extend
             store.close()
     return {
         "prompts": prompts,
         "steps_per_prompt": steps,
-        "cached": cached,
+        "mode": mode,
+        "extended": extended,
         "activations": activations,
         "rows_read": rows_read,
         "total_cpu_s": round(cpu, 2),

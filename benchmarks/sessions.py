@@ -88,8 +88,8 @@ def synthetic_session(
     common = {**_COMMON, "session.id": session_id}
     ids = iter(range(1, 10 * steps + 100))
 
-    def span_id() -> str:
-        return f"{next(ids):016x}"
+    def span_id() -> str:  # unique across seeds, as the CLI's random span ids are
+        return f"{seed & 0xFFFF:04x}{next(ids):012x}"
 
     root = span_id()
     spans: list[dict[str, Any]] = []

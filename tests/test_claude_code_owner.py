@@ -14,14 +14,17 @@ from hypothesis import strategies as st
 from skillsight.rebuild.trajectories._claude_code import _Latest, _LlmCall
 
 
-def _scanned(calls: list[_LlmCall], time_ns: int, context: object) -> _LlmCall | None:
+def _scanned(
+    calls: list[_LlmCall], time_ns: int, context: object
+) -> tuple[_LlmCall | None, bool]:
+    """The owner, and whether it is of the call's own context."""
     owner = anywhere = None
     for call in calls:
         if call.start_ns <= time_ns:
             anywhere = call
             if call.parent_call == context:
                 owner = call
-    return owner or anywhere
+    return (owner, True) if owner is not None else (anywhere, False)
 
 
 _CONTEXTS = st.sampled_from(["", "toolu_task_a", "toolu_task_b"])
@@ -46,7 +49,8 @@ def test_the_owner_found_by_bisection_is_the_one_a_scan_finds(
     calls.sort(key=lambda c: (c.start_ns, c.key))  # as the reader orders the main loop
     latest = _Latest(calls)
     for time_ns, context in looks:
-        assert latest.before(time_ns, context) is _scanned(calls, time_ns, context)
+        found, own = latest.before(time_ns, context)
+        assert (found, own) == _scanned(calls, time_ns, context)
 
 
 def test_a_subagents_call_goes_to_its_own_context_before_the_main_agents_later_request() -> None:
@@ -54,7 +58,7 @@ def test_a_subagents_call_goes_to_its_own_context_before_the_main_agents_later_r
     sub = _LlmCall(key="b", start_ns=20, parent_call="toolu_task")
     later_main = _LlmCall(key="c", start_ns=30)
     latest = _Latest([main, sub, later_main])
-    assert latest.before(35, "toolu_task") is sub
-    assert latest.before(35, "") is later_main
-    assert latest.before(15, "toolu_task") is main  # its context has none yet: any context's
-    assert latest.before(5, "") is None
+    assert latest.before(35, "toolu_task") == (sub, True)
+    assert latest.before(35, "") == (later_main, True)
+    assert latest.before(15, "toolu_task") == (main, False)  # none of its context yet: any's
+    assert latest.before(5, "") == (None, False)

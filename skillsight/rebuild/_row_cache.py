@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from skillsight.rebuild._finalizer_state import OVERLAP_US
 
 if TYPE_CHECKING:
+    from skillsight.rebuild.session import Rebuilt
     from skillsight.store import (
         SessionEventRow,
         SessionRows,
@@ -52,19 +53,44 @@ class _Entry:
     """When the entry was read in full (monotonic)."""
     bytes: int = 0
     """What its rows take in memory, estimated (:func:`row_bytes`)."""
+    built: Rebuilt | None = None
+    """The session's last rebuild from these rows (``None`` until one is kept)."""
+    new_spans: list[SessionSpanRow] = field(default_factory=list)
+    new_events: list[SessionEventRow] = field(default_factory=list)
+    """Rows first read since ``built``."""
+    changed: bool = False
+    """A row held when ``built`` was made has been read again with other values."""
 
     @property
     def size(self) -> int:
         return len(self.spans) + len(self.events)
 
+    @property
+    def held_bytes(self) -> int:
+        """Its rows, and its rebuild counted as much (a rebuild holds about their texts)."""
+        return self.bytes * 2 if self.built is not None else self.bytes
+
     def add(self, spans: list[SessionSpanRow], events: list[SessionEventRow]) -> None:
-        """Rows read, each replacing the copy held of it."""
+        """Rows read, each replacing the copy held of it (the same values read again change
+        nothing)."""
         for span in spans:
             held_span = self.spans.get(key := _span_key(span))
+            if held_span is None:
+                self.new_spans.append(span)
+            elif held_span == span:
+                continue
+            else:
+                self.changed = True
             self.bytes += row_bytes(span) - (row_bytes(held_span) if held_span else 0)
             self.spans[key] = span
         for event in events:
             held_event = self.events.get(ekey := _event_key(event))
+            if held_event is None:
+                self.new_events.append(event)
+            elif held_event == event:
+                continue
+            else:
+                self.changed = True
             self.bytes += row_bytes(event) - (row_bytes(held_event) if held_event else 0)
             self.events[ekey] = event
 
@@ -78,6 +104,10 @@ class RowCacheStats:
     """Rows the store returned (both kinds of read)."""
     dropped: int = 0
     """Entries dropped: least recently read past the row bound, or not their own rows."""
+    extended: int = 0
+    """Rebuilds that extended the session's previous one by its new prompts."""
+    rebuilt_whole: int = 0
+    """Rebuilds of a held session from all its rows (its first, or new rows that reach back)."""
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -112,6 +142,33 @@ class SessionRowCache:
         """The session's rows are held (its next read is of what is new)."""
         entry = self._entries.get((project_id, key))
         return entry is not None and time.monotonic() - entry.filled_s < self.max_age_s
+
+    def since_built(
+        self, project_id: str, key: str
+    ) -> tuple[Rebuilt | None, tuple[list[SessionSpanRow], list[SessionEventRow]] | None]:
+        """The session's last rebuild kept here and the rows read since it (``None`` for those
+        when a row it was made from has changed)."""
+        entry = self._entries.get((project_id, key))
+        if entry is None or entry.built is None:
+            return None, None
+        if entry.changed:
+            return entry.built, None
+        return entry.built, (entry.new_spans, entry.new_events)
+
+    def keep_built(self, project_id: str, key: str, rebuilt: Rebuilt, *, extended: bool) -> None:
+        """Keep a rebuild of the rows held now for the session's next one to extend."""
+        entry = self._entries.get((project_id, key))
+        if extended:
+            self.stats.extended += 1
+        else:
+            self.stats.rebuilt_whole += 1
+        if entry is None:
+            return
+        self._bytes -= entry.held_bytes
+        entry.built = rebuilt
+        entry.new_spans, entry.new_events, entry.changed = [], [], False
+        self._bytes += entry.held_bytes
+        self._bound()
 
     def health(self) -> dict[str, int]:
         """Sessions and rows held, and the counters (``/healthz``)."""
@@ -152,11 +209,11 @@ class SessionRowCache:
                     self._drop((project_id, key))
                     whole.append(key)
                     continue
-                self._bytes -= entry.bytes
+                self._bytes -= entry.held_bytes
                 entry.add(spans, events)
                 entry.traces = got.traces[key]
                 entry.through_us = max(entry.through_us, through[key])
-                self._bytes += entry.bytes
+                self._bytes += entry.held_bytes
                 self._entries.move_to_end((project_id, key))
                 self.stats.sessions_read_new += 1
                 out[key] = (list(entry.spans.values()), list(entry.events.values()))
@@ -177,14 +234,15 @@ class SessionRowCache:
         spans, events = read.rows[ident[1]]
         entry = _Entry({}, {}, read.traces[ident[1]], through_us, now)
         entry.add(spans, events)
+        entry.new_spans, entry.new_events = [], []  # nothing is built from them yet
         self._drop(ident)
         self._entries[ident] = entry
-        self._bytes += entry.bytes
+        self._bytes += entry.held_bytes
 
     def _drop(self, ident: tuple[str, str]) -> None:
         entry = self._entries.pop(ident, None)
         if entry is not None:
-            self._bytes -= entry.bytes
+            self._bytes -= entry.held_bytes
             self.stats.dropped += 1
 
     def _bound(self) -> None:

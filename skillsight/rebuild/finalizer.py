@@ -153,8 +153,6 @@ class Finalizer:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Finalizer:
-        if self._rebuild is None:
-            self._rebuild = default_rebuild()
         self._watermark_us = max(0, time.time_ns() // 1000 - int(self.catchup_s * 1e6))
         self._stop.clear()
         self._task = asyncio.create_task(self._run(), name="skillsight-finalizer")
@@ -331,8 +329,6 @@ class Finalizer:
     async def _rebuild_pass(
         self, keys: list[tuple[str, str]], *, wait_for_roots: bool
     ) -> list[ActivationsReady]:
-        rebuild = self._rebuild
-        assert rebuild is not None
         batch = [(p, k, self._pending[(p, k)].last_ingested_us) for p, k in keys]
         policy = pass_policy(
             keys,
@@ -354,7 +350,7 @@ class Finalizer:
                 rebuild_sessions(
                     self.store,
                     batch,
-                    rebuild=rebuild,
+                    rebuild=self._rebuild,  # None: skillsight's, extending held sessions
                     catalogue=self.catalogue,
                     require_complete=waiting | throttled,
                     provisional=policy.provisional,

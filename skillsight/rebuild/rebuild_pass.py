@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from skillsight.errors import SkillsightError
 from skillsight.rebuild._gc_pause import gc_paused
@@ -24,6 +24,9 @@ from skillsight.rebuild.trajectories import (
 )
 from skillsight.store import RebuildResult, SessionRebuild, SessionRows, SpanParents, Store
 from skillsight.store.records import SkillContract
+
+if TYPE_CHECKING:
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +137,7 @@ def rebuild_sessions(
     store: Store,
     keys: Sequence[tuple[str, str, int]],
     *,
-    rebuild: RebuildFn,
+    rebuild: RebuildFn | None = None,
     catalogue: CatalogueFn | None = None,
     require_complete: Container[tuple[str, str]] = (),
     provisional: Container[tuple[str, str]] = (),
@@ -155,7 +158,10 @@ def rebuild_sessions(
     ``held`` is left alone without a look: its caller knows it is still below its mark and
     waits for a root span (:class:`skillsight.rebuild.finalizer.SpanTally`). With a
     ``cache``, sessions read before are read incrementally (:class:`SessionRowCache`; a key's
-    ``ingested_through_us`` must then be what discovery found, or 0).
+    ``ingested_through_us`` must then be what discovery found, or 0). ``rebuild`` is the
+    algorithm; by default skillsight's own, which, with a ``cache``, extends a session's
+    previous rebuild by its new prompts when those can be read on their own
+    (:func:`skillsight.rebuild.session.rebuild_or_extend`).
     """
     with gc_paused():
         return _rebuild_sessions(
@@ -175,7 +181,7 @@ def _rebuild_sessions(
     store: Store,
     keys: Sequence[tuple[str, str, int]],
     *,
-    rebuild: RebuildFn,
+    rebuild: RebuildFn | None,
     catalogue: CatalogueFn | None,
     require_complete: Container[tuple[str, str]],
     provisional: Container[tuple[str, str]],
@@ -183,6 +189,8 @@ def _rebuild_sessions(
     held: Container[tuple[str, str]],
     cache: SessionRowCache | None,
 ) -> tuple[list[Outcome], list[int]]:
+    from skillsight.rebuild.session import rebuild_or_extend, rebuild_session
+
     outcomes: list[Outcome] = []
     contracts: dict[str, Mapping[str, SkillContract] | None] = {}
     projects = list(dict.fromkeys(p for p, _, _ in keys))
@@ -250,13 +258,27 @@ def _rebuild_sessions(
         try:
             if catalogue is not None and project_id not in contracts:
                 contracts[project_id] = catalogue(project_id)
-            outcome.rebuilt = rebuild(
-                spans,
-                events,
-                project_id=project_id,
-                catalogue=contracts.get(project_id),
-                session_id=key,
-            )
+            if rebuild is None and cache is not None:
+                previous, new = cache.since_built(project_id, key)
+                built = rebuild_or_extend(
+                    spans,
+                    events,
+                    previous=previous,
+                    new=new,
+                    project_id=project_id,
+                    catalogue=contracts.get(project_id),
+                    session_id=key,
+                )
+                cache.keep_built(project_id, key, built, extended=built.extended)
+                outcome.rebuilt = built
+            else:
+                outcome.rebuilt = (rebuild or rebuild_session)(
+                    spans,
+                    events,
+                    project_id=project_id,
+                    catalogue=contracts.get(project_id),
+                    session_id=key,
+                )
         except Exception as exc:  # one bad session must not stop the others
             log.exception("rebuilding session %s of project %s failed", key, project_id)
             outcome.error = f"{type(exc).__name__}: {exc}"[:500]

@@ -6,6 +6,7 @@ from skillsight.rebuild.trajectories._cc_pairing import (
     REQUEST_SPAN,
     requests_logged,
 )
+from skillsight.rebuild.trajectories._extend import Basis, build_with_basis, extend
 from skillsight.rebuild.trajectories._rows import Event, RowError, Span
 from skillsight.rebuild.trajectories.atif import Trajectory, TrajectoryError
 from skillsight.rebuild.trajectories.build import build_trajectory
@@ -13,6 +14,7 @@ from skillsight.rebuild.trajectories.build import build_trajectory
 __all__ = [
     "REQUEST_EVENTS",
     "REQUEST_SPAN",
+    "Basis",
     "Event",
     "RowError",
     "Span",
@@ -20,5 +22,7 @@ __all__ = [
     "TrajectoryError",
     "atif",
     "build_trajectory",
+    "build_with_basis",
+    "extend",
     "requests_logged",
 ]

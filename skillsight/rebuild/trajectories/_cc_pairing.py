@@ -65,13 +65,44 @@ def request_id_of(row: Span | Event) -> str:
 class RequestKeys:
     """One key per model request: ``span_key[span_id]``, ``event_key[record_id]``."""
 
-    __slots__ = ("event_key", "paired_without_id", "span_key")
+    __slots__ = (
+        "awaiting",
+        "event_key",
+        "named",
+        "paired_without_id",
+        "span_key",
+        "started",
+        "trusted",
+        "unpaired_events",
+        "unpaired_spans",
+    )
 
     def __init__(self) -> None:
         self.span_key: dict[str, str] = {}
         self.event_key: dict[str, str] = {}
         self.paired_without_id = 0
         """Span/event pairs joined by context and order, not by request id."""
+        # What an extension by new traces needs to know (trajectories/_extend.py):
+        self.named = False
+        """Some request span or event names a request id."""
+        self.trusted = False
+        """Some request id is named by both a span and an event (then ids are trusted)."""
+        self.unpaired_spans = self.unpaired_events = False
+        """Request spans / events without a usable id left unpaired within their traces (the
+        ones the session-wide pairing by kind alone looks at)."""
+        self.awaiting: set[tuple[str, str, str]] = set()
+        """Agent contexts whose last request event has no response yet."""
+        self.started: set[tuple[str, str, str]] = set()
+        """Agent contexts whose first response came before any request of theirs."""
+
+    def flags(self) -> RequestKeys:
+        """A copy of what reaches beyond the rows, without the keys of each row."""
+        kept = RequestKeys()
+        kept.named, kept.trusted = self.named, self.trusted
+        kept.unpaired_spans, kept.unpaired_events = self.unpaired_spans, self.unpaired_events
+        kept.awaiting, kept.started = set(self.awaiting), set(self.started)
+        kept.paired_without_id = self.paired_without_id
+        return kept
 
 
 def _sequence(event: Event) -> tuple[int, int, str]:
@@ -111,7 +142,8 @@ def pair_requests(spans: Sequence[Span], events: Sequence[Event]) -> RequestKeys
     event_ids = {rid for _, rid in requests} - {""}
     # Ids that match somewhere are trusted: then only rows without one pair by context. Ids
     # that never match (a proxy that rewrites one side) are ignored for pairing.
-    trusted = bool(span_ids & event_ids)
+    trusted = keys.trusted = bool(span_ids & event_ids)
+    keys.named = bool(span_ids or event_ids)
     loose_spans: list[Span] = []
     for span, rid in request_spans:
         keys.span_key[span.span_id] = rid or f"span:{span.span_id}"
@@ -122,8 +154,10 @@ def pair_requests(spans: Sequence[Span], events: Sequence[Event]) -> RequestKeys
         keys.event_key[event.record_id] = rid or f"event:{event.record_id}"
         if not rid or not trusted:
             loose_events.append(event)
+    left_spans, left_events = loose_spans, loose_events
     if loose_spans and loose_events:
-        _pair_loose(keys, loose_spans, loose_events)
+        left_spans, left_events = _pair_loose(keys, loose_spans, loose_events)
+    keys.unpaired_spans, keys.unpaired_events = bool(left_spans), bool(left_events)
     _pair_responses(keys, [e for e in events if e.name in _PAIRED_EVENTS])
     return keys
 
@@ -138,9 +172,13 @@ def _event_group(event: Event, level: int) -> tuple[str, ...]:
     return ((event.trace_id, event.span_id, kind), (event.trace_id, kind), (kind,))[level]
 
 
-def _pair_loose(keys: RequestKeys, spans: list[Span], events: list[Event]) -> None:
+def _pair_loose(
+    keys: RequestKeys, spans: list[Span], events: list[Event]
+) -> tuple[list[Span], list[Event]]:
+    """Pair rows without a usable id; returns those the trace levels left unpaired."""
     # Within the exact agent context first; then within the trace (a context not recognised);
     # then within the session (events that carry no trace context at all).
+    left = spans, events
     for level in range(3):
         span_groups: dict[tuple[str, ...], list[Span]] = {}
         for span in spans:
@@ -160,8 +198,11 @@ def _pair_loose(keys: RequestKeys, spans: list[Span], events: list[Event]) -> No
                 paired_events.add(event.record_id)
         spans = [s for s in spans if s.span_id not in paired_spans]
         events = [e for e in events if e.record_id not in paired_events]
+        if level < 2:
+            left = spans, events
         if not spans or not events:
-            return
+            break
+    return left
 
 
 def _pair_responses(keys: RequestKeys, events: Sequence[Event]) -> None:
@@ -180,9 +221,12 @@ def _pair_responses(keys: RequestKeys, events: Sequence[Event]) -> None:
                 keys.event_key[event.record_id] = rid
                 last[context] = None
                 continue
+            if context not in last:
+                keys.started.add(context)
             owner = last.get(context)
             keys.event_key[event.record_id] = owner or rid or f"event:{event.record_id}"
             last[context] = None  # one response per request
+    keys.awaiting = {context for context, owner in last.items() if owner is not None}
 
 
 def requests_logged(spans: Sequence[Span], events: Sequence[Event]) -> bool:

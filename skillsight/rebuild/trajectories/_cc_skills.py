@@ -37,14 +37,17 @@ def _active_after(steps: list[StepDraft], index: int) -> str:
     )
 
 
-def name_unnamed_skills(draft: AgentDraft) -> None:
+def name_unnamed_skills(draft: AgentDraft) -> bool:
     """Name what telemetry left masked from what it did not mask.
 
     Without OTEL_LOG_TOOL_DETAILS a Skill call carries no skill name, and some CLI versions
     mask the name in ``skill_activated`` (``custom_skill``, ``third-party``); the LLM calls made
     while the skill is active still carry it (``api_request`` ``skill.name``). A masked event
-    tied to a named Skill call takes the call's name."""
+    tied to a named Skill call takes the call's name.
+
+    True when a name was looked for past the last step: steps that arrive later may name it."""
     steps = draft.steps
+    open_ended = False
     for index, step in enumerate(steps):
         for call in step.calls:
             if call.name != "Skill":
@@ -57,6 +60,7 @@ def name_unnamed_skills(draft: AgentDraft) -> None:
                 named = event.get("skill_name", "")
                 if _masked(named):
                     named = _active_after(steps, index)
+                    open_ended = open_ended or not named
                 if not _masked(named):
                     call.extra["skill"] = named
             if event and _masked(event.get("skill_name", "")) and not _masked(named):
@@ -73,6 +77,9 @@ def name_unnamed_skills(draft: AgentDraft) -> None:
         if named:
             loose["masked_name"] = loose.get("skill_name", "")
             loose["skill_name"] = named
+        else:
+            open_ended = True
+    return open_ended
 
 
 def claim_skill_events(

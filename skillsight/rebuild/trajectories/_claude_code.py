@@ -13,7 +13,13 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from skillsight.rebuild.trajectories._cc_pairing import REQUEST_SPAN, pair_requests, request_id_of
+from skillsight.rebuild.trajectories._cc_facts import ReadFacts, names_in
+from skillsight.rebuild.trajectories._cc_pairing import (
+    REQUEST_SPAN,
+    RequestKeys,
+    pair_requests,
+    request_id_of,
+)
 from skillsight.rebuild.trajectories._cc_skills import claim_skill_events, name_unnamed_skills
 from skillsight.rebuild.trajectories._draft import (
     REDACTED,
@@ -61,37 +67,52 @@ def _ns_from_ms(text: str) -> int:
         return 0
 
 
-def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
+def read(
+    spans: list[Span], events: list[Event], session_id: str, facts: ReadFacts | None = None
+) -> AgentDraft:
+    """The draft of a session's Claude Code rows; ``facts``, when given, is filled with what a
+    later extension by new prompts must check (:class:`ReadFacts`)."""
     draft = AgentDraft(session_id=session_id, trajectory_id=session_id, source=SOURCE)
     draft.name = "claude-code"
     for span in spans:
         draft.version = draft.version or span.resource.get("service.version", "")
         if span.trace_id not in draft.trace_ids:
             draft.trace_ids.append(span.trace_id)
+    span_traces = len(draft.trace_ids)
     for event in events:
         if event.trace_id and event.trace_id not in draft.trace_ids:
             draft.trace_ids.append(event.trace_id)
 
     prompts = _prompts(spans, events)
     calls, execution_span_to_call = _tool_calls(spans, events)
-    llm = _llm_calls(spans, events, execution_span_to_call)
+    keys = pair_requests(spans, events)
+    llm = _llm_calls(spans, events, execution_span_to_call, keys)
     claim_skill_events(draft, events, calls, execution_span_to_call)
 
     main_loop = [c for c in llm.values() if c.query_source not in SIDE_QUERY_SOURCES]
     main_loop.sort(key=lambda c: (c.start_ns, c.key))
-    for side in llm.values():
-        if side.query_source in SIDE_QUERY_SOURCES and side.usage is not None:
-            draft.side_usage.add(side.usage)
-            draft.side_requests += 1
+    # in time order, so that a session's cost sums the same however its prompts were read
+    side_calls = sorted(
+        (c for c in llm.values() if c.query_source in SIDE_QUERY_SOURCES and c.usage),
+        key=lambda c: (c.start_ns, c.key),
+    )
+    for side in side_calls:
+        assert side.usage is not None
+        draft.side_usage.add(side.usage)
+        draft.side_requests += 1
 
     by_request = {c.request_id: c for c in main_loop if c.request_id}
     orphans: list[CallDraft] = []
     latest = _Latest(main_loop)
+    fallbacks: list[tuple[str, bool]] = []
     for call in sorted(calls.values(), key=lambda c: (c.start_ns, c.call_id)):
         request = call.extra.pop("_request_id", "")
         owner = by_request.get(request) if request else None
         if owner is None:  # no request id (a gateway dropped it): the context's latest call
-            owner = latest.before(call.start_ns, call.extra.get("_parent_call", ""))
+            context = call.extra.get("_parent_call", "")
+            owner, own_context = latest.before(call.start_ns, context)
+            if not own_context:
+                fallbacks.append((context, owner is not None))
         (owner.calls if owner is not None else orphans).append(call)
 
     logged_text = any(e.name == "claude_code.assistant_response" for e in events)
@@ -107,20 +128,57 @@ def read(spans: list[Span], events: list[Event], session_id: str) -> AgentDraft:
         timeline.append((orphan.start_ns, 1, step))
     timeline.sort(key=lambda item: (item[0], item[1]))
     draft.steps = [step for _, _, step in timeline]
-    name_unnamed_skills(draft)
+    open_names = name_unnamed_skills(draft)
     draft.model = next((s.model for s in draft.steps if s.model), "")
-    if not events:
+    if facts is not None:
+        facts.span_traces = draft.trace_ids[:span_traces]
+        facts.event_traces = draft.trace_ids[span_traces:]
+        facts.version, facts.model = draft.version, draft.model
+        facts.names = names_in(spans, events, keys)
+        facts.first_ns, facts.last_ns = _time_range(spans, events, llm, calls, prompts)
+        facts.keys = keys.flags()
+        facts.contexts = {c.parent_call for c in main_loop}
+        facts.fallbacks = fallbacks
+        facts.logged_text = logged_text
+        facts.open_names = open_names
+        facts.side = [c.usage for c in side_calls if c.usage is not None]
+    unlogged = any(not s.message_logged for s in draft.steps if s.source in ("user", "agent"))
+    note(draft, logs_received=bool(events), unlogged=unlogged)
+    if facts is not None:
+        facts.has_events, facts.unlogged = bool(events), unlogged
+    return draft
+
+
+def note(draft: AgentDraft, *, logs_received: bool, unlogged: bool) -> None:
+    """What the session's telemetry lacked, in the draft's notes."""
+    if not logs_received:
         draft.extra["logs_received"] = False
         draft.notes.append(
             "Claude Code log events were not received: message texts, tool inputs and costs are "
             "unknown (export OTEL_LOGS_EXPORTER=otlp)."
         )
-    if any(not s.message_logged for s in draft.steps if s.source in ("user", "agent")):
+    if unlogged:
         draft.notes.append(
             "Claude Code did not log message text (OTEL_LOG_USER_PROMPTS is off, or the events "
             "are missing); those steps have an empty message and extra.message_logged = false."
         )
-    return draft
+
+
+def _time_range(
+    spans: list[Span],
+    events: list[Event],
+    llm: dict[str, _LlmCall],
+    calls: dict[str, CallDraft],
+    prompts: list[StepDraft],
+) -> tuple[int, int]:
+    """The earliest and latest time the rows tell or the reader derives (a request known only
+    from its event starts its duration before the event)."""
+    starts = [s.start_ns for s in spans] + [e.time_ns for e in events]
+    starts += [c.start_ns for c in llm.values()] + [c.start_ns for c in calls.values()]
+    starts += [p.time_ns for p in prompts]
+    ends = [s.end_ns for s in spans] + [e.time_ns for e in events]
+    ends += [c.end_ns for c in llm.values()] + [c.end_ns for c in calls.values()]
+    return (min(starts), max(ends + starts)) if starts else (0, 0)
 
 
 class _Latest:
@@ -135,16 +193,16 @@ class _Latest:
             starts.append(call.start_ns)
             members.append(call)
 
-    def before(self, time_ns: int, context: object) -> _LlmCall | None:
+    def before(self, time_ns: int, context: object) -> tuple[_LlmCall | None, bool]:
         """The last model request of agent context ``context`` (the delegating call, "" for
-        the main agent) that started before ``time_ns``; any context's when that one has none.
-        By bisection: a session's calls without a request id each looked at every request
-        before, which grew with the square of a long session."""
+        the main agent) that started before ``time_ns``; any context's when that one has none
+        (then False with it). By bisection: a session's calls without a request id each
+        looked at every request before, which grew with the square of a long session."""
         group = self._contexts.get(context) if isinstance(context, str) else None
         if group is not None and (index := bisect_right(group[0], time_ns)):
-            return group[1][index - 1]
+            return group[1][index - 1], True
         index = bisect_right(self._starts, time_ns)
-        return self._calls[index - 1] if index else None
+        return (self._calls[index - 1] if index else None), False
 
 
 def _text(value: str) -> tuple[str, bool]:
@@ -182,10 +240,9 @@ def _prompts(spans: list[Span], events: list[Event]) -> list[StepDraft]:
 
 
 def _llm_calls(
-    spans: list[Span], events: list[Event], execution_to_call: dict[str, str]
+    spans: list[Span], events: list[Event], execution_to_call: dict[str, str], keys: RequestKeys
 ) -> dict[str, _LlmCall]:
     calls: dict[str, _LlmCall] = {}
-    keys = pair_requests(spans, events)
     for span in spans:
         if span.name != REQUEST_SPAN:
             continue

@@ -7,6 +7,7 @@ thousands of step objects one by one, and every ATIF rule is still checked.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from skillsight.rebuild.trajectories import atif
@@ -24,23 +25,46 @@ def to_atif(draft: AgentDraft) -> atif.Trajectory:
 
 def document(draft: AgentDraft) -> dict[str, Any]:
     subagents: list[dict[str, Any]] = []
-    steps = [_step(index + 1, step, subagents) for index, step in enumerate(draft.steps)]
-    totals = _totals(draft)
+    steps = convert_steps(draft.steps, 1, subagents)
+    return assemble(draft, steps, subagents, steps_usage(draft), map(subagent_usage, subagents))
+
+
+def convert_steps(
+    steps: list[StepDraft], first_id: int, subagents: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Draft steps as ATIF steps numbered from ``first_id``; the subagent runs their calls
+    started are appended to ``subagents``."""
+    return [_step(first_id + index, step, subagents) for index, step in enumerate(steps)]
+
+
+def subagent_usage(sub: dict[str, Any]) -> Usage:
+    """What an embedded subagent trajectory's final metrics count."""
+    fm = sub["final_metrics"]
+    return Usage(
+        fm.get("total_prompt_tokens", 0),
+        fm.get("total_completion_tokens", 0),
+        fm.get("total_cached_tokens", 0),
+        int(fm.get("extra", {}).get("total_cache_creation_tokens", 0)),
+        fm.get("total_cost_usd"),
+    )
+
+
+def assemble(
+    draft: AgentDraft,
+    steps: Sequence[Any],
+    subagents: Sequence[Any],
+    totals: Usage,
+    subagent_totals: Iterable[Usage],
+) -> dict[str, Any]:
+    """The document of ``draft`` whose ``steps`` and embedded ``subagents`` are converted
+    already (as data, or as validated :mod:`atif` models); ``totals``, its steps' usage (added
+    to here), and ``subagent_totals``, each subagent's, in order."""
     final_extra: dict[str, Any] = {}
     if draft.side_requests:
         totals.add(draft.side_usage)
         final_extra["side_requests"] = draft.side_requests
-    for sub in subagents:
-        fm = sub["final_metrics"]
-        totals.add(
-            Usage(
-                fm.get("total_prompt_tokens", 0),
-                fm.get("total_completion_tokens", 0),
-                fm.get("total_cached_tokens", 0),
-                int(fm.get("extra", {}).get("total_cache_creation_tokens", 0)),
-                fm.get("total_cost_usd"),
-            )
-        )
+    for usage in subagent_totals:
+        totals.add(usage)
     if totals.cache_creation:
         final_extra["total_cache_creation_tokens"] = totals.cache_creation
     extra: dict[str, Any] = {"source_convention": draft.source, "trace_ids": draft.trace_ids}
@@ -63,7 +87,7 @@ def document(draft: AgentDraft) -> dict[str, Any]:
                     "model_name": draft.model or None,
                 }
             ),
-            "steps": steps,
+            "steps": list(steps),
             "notes": " ".join(dict.fromkeys(draft.notes)) or None,
             "final_metrics": _clean(
                 {
@@ -78,12 +102,12 @@ def document(draft: AgentDraft) -> dict[str, Any]:
                 }
             ),
             "extra": extra,
-            "subagent_trajectories": subagents or None,
+            "subagent_trajectories": list(subagents) or None,
         }
     )
 
 
-def _totals(draft: AgentDraft) -> Usage:
+def steps_usage(draft: AgentDraft) -> Usage:
     """The steps' usage; what the source reports only as a run total (an agent span's cost,
     OpenInference's token counts) fills what no step carries."""
     totals = Usage()

@@ -18,6 +18,7 @@ from skillsight.rebuild.trajectories import (
     _openinference,
     _traceai,
 )
+from skillsight.rebuild.trajectories._cc_facts import ReadFacts
 from skillsight.rebuild.trajectories._convert import to_atif
 from skillsight.rebuild.trajectories._draft import AgentDraft
 from skillsight.rebuild.trajectories._merge import merge, nest_subagents
@@ -39,7 +40,15 @@ def build_trajectory(
     return to_atif(build_draft(unique_spans(spans), unique_events(events), session_id=session_id))
 
 
-def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "") -> AgentDraft:
+def build_draft(
+    spans: list[Span],
+    events: list[Event],
+    *,
+    session_id: str = "",
+    facts: ReadFacts | None = None,
+) -> AgentDraft:
+    """The session's draft, every source merged; ``facts`` is filled by the Claude Code reader
+    (:class:`~skillsight.rebuild.trajectories.ReadFacts`) when it reads."""
     session = session_id or _session_of(spans, events)
     drafts: dict[str, AgentDraft] = {}
     by_source: dict[str, list[Span]] = {}
@@ -48,7 +57,7 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
     cc_spans = by_source.get("claude_code", [])
     cc_events = [e for e in events if e.source == "claude_code"]
     if cc_spans or cc_events:
-        drafts["claude_code"] = _claude_code.read(cc_spans, cc_events, session)
+        drafts["claude_code"] = _claude_code.read(cc_spans, cc_events, session, facts)
     if "openinference" in by_source:
         drafts["openinference"] = _openinference.read(by_source["openinference"], session)
     if "traceai" in by_source:
@@ -67,12 +76,16 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
     for other in ordered[1:]:
         merge(primary, other)
     nest_subagents(primary)
-    workspace, rerun = _tags_of(spans, events)
-    if workspace:
-        primary.extra["workspace"] = workspace
-    if rerun:
-        primary.extra["rerun_id"] = rerun
+    tag(primary, *tags_of(spans, events))
     return primary
+
+
+def tag(draft: AgentDraft, workspaces: Counter[str], rerun: str) -> None:
+    """The working directory most rows report, and the paired rerun, in the draft's extra."""
+    if workspaces:
+        draft.extra["workspace"] = sorted(workspaces.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    if rerun:
+        draft.extra["rerun_id"] = rerun
 
 
 # The agent's working directory, when its telemetry reports it (OpenTelemetry's process
@@ -80,10 +93,10 @@ def build_draft(spans: list[Span], events: list[Event], *, session_id: str = "")
 WORKSPACE_ATTRIBUTE = "process.working_directory"
 
 
-def _tags_of(spans: list[Span], events: list[Event]) -> tuple[str, str]:
-    """The working directory most rows report, and the paired rerun (``skillsight rerun``)
-    whose agent sent the rows: their ``skillsight.rerun.id`` resource attribute, the least when
-    several ("" for either when no row tells; production traffic has no rerun id)."""
+def tags_of(spans: list[Span], events: list[Event]) -> tuple[Counter[str], str]:
+    """How many rows report each working directory, and the paired rerun (``skillsight
+    rerun``) whose agent sent the rows: their ``skillsight.rerun.id`` resource attribute, the
+    least when several ("" when no row tells; production traffic has no rerun id)."""
     counts: Counter[str] = Counter()
     found = ""
     for rows in (spans, events):
@@ -95,8 +108,7 @@ def _tags_of(spans: list[Span], events: list[Event]) -> tuple[str, str]:
             tag = resource.get(SKILLSIGHT_RERUN_ID)
             if tag and (not found or tag < found):
                 found = tag
-    workspace = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if counts else ""
-    return workspace, found
+    return counts, found
 
 
 def _session_of(spans: list[Span], events: list[Event]) -> str:
