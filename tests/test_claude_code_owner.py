@@ -14,9 +14,7 @@ from hypothesis import strategies as st
 from skillsight.rebuild.trajectories._claude_code import _Latest, _LlmCall
 
 
-def _scanned(
-    calls: list[_LlmCall], time_ns: int, context: object
-) -> tuple[_LlmCall | None, bool]:
+def _scanned(calls: list[_LlmCall], time_ns: int, context: object) -> tuple[_LlmCall | None, bool]:
     """The owner, and whether it is of the call's own context."""
     owner = anywhere = None
     for call in calls:
