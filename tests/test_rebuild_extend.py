@@ -1,0 +1,341 @@
+"""A Claude Code session rebuilt after each prompt by extending the rebuild before.
+
+The prompts are the recorded scenarios (real CLI exports: skills, a subagent, a failing tool,
+a gateway without request ids, tool content off), made one session of many prompts. After each
+prompt, what the extension gives must be what a rebuild from all of the session's rows gives
+(the whole ATIF document, every activation); where the new rows reach back into the old ones
+(a late row of an earlier prompt, logs not in yet, another source's spans), the session is
+rebuilt whole, and the result is the same again.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.rebuild import raw_tables
+from skillsight.ingest import otlp
+from skillsight.rebuild.finalizer import SessionRowCache, rebuild_sessions
+from skillsight.rebuild.session import Rebuilt, rebuild_or_extend, rebuild_session
+from skillsight.rebuild.trajectories import Span, atif
+from skillsight.rebuild.trajectories._cc_facts import ReadFacts
+from skillsight.rebuild.trajectories._claude_code import read as read_claude_code
+from skillsight.rebuild.trajectories._rows import unique_events, unique_spans
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
+NAMES = sorted(p.name for p in SCENARIOS.iterdir() if (p / "manifest.json").exists())
+VARIANTS = ("claude_code", "claude_code_no_request_id", "claude_code_no_tool_content")
+KEY = "5e551011-0000-4000-8000-00000000e47d"
+_MINUTE = 60_000_000_000
+Rows = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def captured() -> dict[tuple[str, str], Rows]:
+    """Each scenario's rows per variant (and its OpenInference export), as the store reads them
+    (the store closed again: one embedded store is open in a process at a time)."""
+    with tempfile.TemporaryDirectory(prefix="skillsight-extend-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "store")
+        store.migrate()
+        out: dict[tuple[str, str], Rows] = {}
+        try:
+            for name in NAMES:
+                for variant in (*VARIANTS, "openinference"):
+                    folder = SCENARIOS / name / variant
+                    if not folder.is_dir():
+                        continue
+                    project = f"{name}.{variant}"
+                    for path in sorted(folder.iterdir()):
+                        if path.name.startswith(("traces", "logs")):
+                            _insert(store, project, path)
+                    spans = store.spans.find(project, limit=10_000)
+                    events = store.events.find(project, limit=10_000)
+                    out[(name, variant)] = (spans, events)  # type: ignore[assignment]
+        finally:
+            store.close()
+    return out
+
+
+def _insert(store: EmbeddedStore, project: str, path: Path) -> None:
+    signal = otlp.TRACES if path.name.startswith("traces") else otlp.LOGS
+    encoding = otlp.JSON if path.suffix == ".json" else otlp.PROTOBUF
+    decoded = otlp.decode(signal, path.read_bytes(), encoding, project, otlp.Limits())
+    assert decoded.rejected == 0, decoded.message()
+    if signal == otlp.TRACES:
+        store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
+    else:
+        store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
+
+
+def as_prompt(rows: Rows, index: int) -> Rows:
+    """One scenario's rows as the ``index``-th prompt of session ``KEY``: a minute after the
+    prompt before (each scenario is one trace, with its own ids, as the CLI sends a prompt)."""
+    spans, events = copy.deepcopy(rows)
+    first = min(
+        [int(s["start_time_unix_nano"]) for s in spans] + [int(e["time_unix_nano"]) for e in events]
+    )
+    shift = 1_800_000_000_000_000_000 + index * 10 * _MINUTE - first
+    for span in spans:
+        span["start_time_unix_nano"] = int(span["start_time_unix_nano"]) + shift
+        span["end_time_unix_nano"] = int(span["end_time_unix_nano"]) + shift
+    for event in events:
+        event["time_unix_nano"] = int(event["time_unix_nano"]) + shift
+    for row in (*spans, *events):
+        row["session_id"] = KEY
+        if "session.id" in row["attributes"]:
+            row["attributes"]["session.id"] = KEY
+    return spans, events
+
+
+def insert(store: EmbeddedStore, rows: Rows) -> None:
+    """Rows as the store reads them, stored again (their session id normalized on insert)."""
+    spans, events = raw_tables("p", *rows)
+    store.spans.insert(spans)
+    store.events.insert(events)
+
+
+def view(rebuilt: Rebuilt) -> tuple[str, list[dict[str, Any]]]:
+    return rebuilt.trajectory.model_dump_json(), [a.model_dump() for a in rebuilt.activations]
+
+
+def replay(prompts: list[Rows]) -> tuple[list[Rebuilt], list[Rebuilt]]:
+    """Each prompt's rows added in turn: the extended rebuilds and the whole ones."""
+    spans: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    extended: list[Rebuilt] = []
+    whole: list[Rebuilt] = []
+    previous: Rebuilt | None = None
+    for new_spans, new_events in prompts:
+        spans += new_spans
+        events += new_events
+        previous = rebuild_or_extend(
+            spans,
+            events,
+            previous=previous,
+            new=(new_spans, new_events),
+            project_id="p",
+            catalogue=None,
+            session_id=KEY,
+        )
+        extended.append(previous)
+        whole.append(rebuild_session(spans, events, project_id="p", session_id=KEY))
+    return extended, whole
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
+    captured: dict[tuple[str, str], Rows], variant: str
+) -> None:
+    prompts = [as_prompt(captured[(name, variant)], i) for i, name in enumerate(NAMES)]
+    extended, whole = replay(prompts)
+    assert [r.extended for r in extended] == [False] + [True] * (len(NAMES) - 1)
+    for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
+        assert view(got) == view(want), f"after prompt {index} ({NAMES[index]})"
+    last = extended[-1].trajectory
+    assert last.final_metrics is not None and last.final_metrics.total_steps == len(last.steps)
+    assert len(last.extra["trace_ids"]) == len(NAMES)  # type: ignore[index]
+    assert last.subagent_trajectories  # the subagent scenario's run, carried along
+    # the earlier steps are the same objects: extended, not converted again
+    assert last.steps[0] is extended[1].trajectory.steps[0]
+    assert sum(len(r.activations) for r in extended[-1:]) >= len(NAMES) - 2
+
+
+def test_rows_that_reach_back_rebuild_the_session_whole(
+    captured: dict[tuple[str, str], Rows],
+) -> None:
+    """A late event of an earlier prompt, a prompt whose logs are not in yet, and another
+    source's spans: each rebuilt whole, each the same as a whole rebuild."""
+    prompts = [as_prompt(captured[(name, "claude_code")], i) for i, name in enumerate(NAMES[:6])]
+    late = prompts[1][1].pop()  # an event of the second prompt arrives with the fourth
+    prompts[3] = (prompts[3][0], [*prompts[3][1], late])
+    spans_first, events_later = prompts[4]  # the fifth's traces before its logs
+    prompts[4:5] = [(spans_first, []), ([], events_later)]
+    other = as_prompt(captured[(NAMES[6], "openinference")], 6)
+    prompts.append(other)
+    extended, whole = replay(prompts)
+    for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
+        assert view(got) == view(want), f"after delivery {index}"
+    assert [r.extended for r in extended] == [
+        False,  # the first prompt
+        True,
+        True,
+        False,  # with a row of the second prompt
+        False,  # spans without their events: whether texts were logged is not known alike
+        False,  # the events of traces read before
+        True,  # the sixth prompt: extends that whole rebuild
+        False,  # another source's spans
+    ]
+    assert extended[-1].basis is None  # and no basis once several sources are merged
+
+
+def test_a_session_whose_basis_is_gone_is_rebuilt_whole(
+    captured: dict[tuple[str, str], Rows],
+) -> None:
+    prompts = [as_prompt(captured[(name, "claude_code")], i) for i, name in enumerate(NAMES[:3])]
+    first = rebuild_or_extend(
+        *prompts[0], previous=None, new=None, project_id="p", catalogue=None, session_id=KEY
+    )
+    both = (prompts[0][0] + prompts[1][0], prompts[0][1] + prompts[1][1])
+    kw: dict[str, Any] = {"project_id": "p", "catalogue": None, "session_id": KEY}
+    # the rows read since are unknown (a held row changed): whole
+    assert not rebuild_or_extend(*both, previous=first, new=None, **kw).extended
+    assert rebuild_or_extend(*both, previous=first, new=prompts[1], **kw).extended
+    assert not rebuild_or_extend(*both, previous=None, new=prompts[1], **kw).extended
+    # a rebuild by another algorithm carries no basis
+    plain = rebuild_session(*prompts[0], project_id="p", session_id=KEY)
+    assert plain.basis is None
+    assert not rebuild_or_extend(*both, previous=plain, new=prompts[1], **kw).extended
+
+
+def test_the_finalizers_pass_extends_what_its_row_cache_holds(
+    captured: dict[tuple[str, str], Rows], tmp_path: Path
+) -> None:
+    """Through the store: each prompt inserted, then the pass as the finalizer runs it (the row
+    cache, skillsight's own rebuild). Every rebuild after the first extends the one before, and
+    each equals a whole rebuild of what the store holds."""
+    store = EmbeddedStore(tmp_path / "store")
+    store.migrate()
+    cache = SessionRowCache(overlap_us=0)
+    try:
+        through = 0
+        for index, name in enumerate(NAMES):
+            insert(store, as_prompt(captured[(name, "claude_code")], index))
+            for arrival in store.sessions.arrivals(0):
+                if arrival.session_key == KEY:
+                    through = arrival.last_ingested_us
+            outcomes, _ = rebuild_sessions(store, [("p", KEY, through)], cache=cache)
+            got = outcomes[0].rebuilt
+            assert isinstance(got, Rebuilt) and got.extended == (index > 0)
+            stored = store.sessions.rows_of("p", [KEY])[KEY]
+            assert view(got) == view(rebuild_session(*stored, project_id="p", session_id=KEY))
+        assert cache.stats.extended == len(NAMES) - 1
+        assert cache.stats.rebuilt_whole == 1
+        # a rebuild by a function of the caller's own is never extended
+        outcomes, _ = rebuild_sessions(
+            store, [("p", KEY, through)], cache=cache, rebuild=rebuild_session
+        )
+        assert cache.stats.extended == len(NAMES) - 1
+        assert outcomes[0].rebuilt is not None
+        assert atif.Trajectory.model_validate(outcomes[0].rebuilt.trajectory.model_dump())
+    finally:
+        store.close()
+
+
+def test_the_row_cache_tells_what_was_read_since_the_last_rebuild(
+    captured: dict[tuple[str, str], Rows], tmp_path: Path
+) -> None:
+    """Rows read again unchanged are not new; a row read again with other values leaves the
+    rows since unknown, so the next rebuild is whole."""
+    store = EmbeddedStore(tmp_path / "store")
+    store.migrate()
+    cache = SessionRowCache(overlap_us=10**15)  # every read reads everything again
+    try:
+        first = as_prompt(captured[(NAMES[0], "claude_code")], 0)
+        insert(store, first)
+        (arrival,) = [a for a in store.sessions.arrivals(0) if a.session_key == KEY]
+        rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
+        assert cache.since_built("p", KEY)[1] == ([], [])
+        again, _ = rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
+        held_before, rows_since = cache.since_built("p", KEY)
+        assert held_before is not None and rows_since == ([], [])
+        # nothing new: the rebuild before, extended by nothing
+        assert cache.stats.extended == 1 and again[0].rebuilt is held_before
+        assert held_before.trajectory is not None
+        # the same span again with another status: changed, not new
+        spans, _ = first
+        changed = copy.deepcopy(spans[0])
+        changed["status_code"] = "error" if changed["status_code"] != "error" else "ok"
+        changed["end_time_unix_nano"] += 1
+        store.spans.insert(raw_tables("p", [changed], [])[0])
+        (arrival,) = [a for a in store.sessions.arrivals(0) if a.session_key == KEY]
+        outcomes, _ = rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
+        rebuilt = outcomes[0].rebuilt
+        assert isinstance(rebuilt, Rebuilt) and not rebuilt.extended
+        assert cache.stats.rebuilt_whole == 2
+        assert Span(changed).failed != Span(spans[0]).failed
+        stored = store.sessions.rows_of("p", [KEY])[KEY]
+        assert view(rebuilt) == view(rebuild_session(*stored, project_id="p", session_id=KEY))
+    finally:
+        store.close()
+
+
+def facts_of(rows: Rows) -> ReadFacts:
+    """What the Claude Code reader finds in one prompt's rows."""
+    facts = ReadFacts()
+    spans, events = unique_spans(rows[0]), unique_events(rows[1])
+    read_claude_code(spans, events, KEY, facts)
+    return facts
+
+
+RULES = (
+    "starts before the end",
+    "names an id",
+    "a trace of spans read before",
+    "a trace of events read before",
+    "texts logged on one side only",
+    "a masked name looked for later",
+    "ids trusted on one side only",
+    "unpaired on both sides",
+    "a response to a request read before",
+    "sequence numbers started again",
+    "a call whose context has requests before",
+    "a call owned by no request of its own",
+)
+
+
+def break_rule(rule: str, old: ReadFacts, new: ReadFacts) -> None:
+    context = ("trace", "span", "agent")
+    match rule:
+        case "starts before the end":
+            new.first_ns = old.last_ns
+        case "names an id":
+            new.names.add(next(iter(old.names)))
+        case "a trace of spans read before":
+            new.span_traces.append(old.span_traces[0])
+        case "a trace of events read before":
+            new.event_traces.append(old.span_traces[0])
+        case "texts logged on one side only":
+            new.logged_text = not old.logged_text
+        case "a masked name looked for later":
+            old.open_names = True
+        case "ids trusted on one side only":
+            new.keys.trusted = not old.keys.trusted
+        case "unpaired on both sides":
+            old.keys.unpaired_spans = new.keys.unpaired_events = True
+        case "a response to a request read before":
+            old.keys.awaiting.add(context)
+            new.keys.started.add(context)
+        case "sequence numbers started again":
+            new.keys.awaiting.add(context)
+            old.keys.started.add(context)
+        case "a call whose context has requests before":
+            new.fallbacks.append(("", True))
+        case "a call owned by no request of its own":
+            new.fallbacks.append(("toolu_new_subagent", False))
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_each_rule_that_reaches_across_prompts_refuses_the_extension(
+    captured: dict[tuple[str, str], Rows], rule: str
+) -> None:
+    """Two prompts that extend; each rule broken on its own refuses."""
+    old = facts_of(as_prompt(captured[(NAMES[0], "claude_code")], 0))
+    new = facts_of(as_prompt(captured[(NAMES[1], "claude_code")], 1))
+    assert old.extended_by(new)
+    break_rule(rule, old, new)
+    assert not old.extended_by(new)
+
+
+def test_a_call_of_a_new_context_may_take_an_earlier_request_of_its_prompt(
+    captured: dict[tuple[str, str], Rows],
+) -> None:
+    old = facts_of(as_prompt(captured[(NAMES[0], "claude_code")], 0))
+    new = facts_of(as_prompt(captured[(NAMES[1], "claude_code")], 1))
+    new.fallbacks.append(("toolu_new_subagent", True))
+    assert old.extended_by(new)
