@@ -19,6 +19,7 @@ import pytest
 
 from benchmarks.rebuild import raw_tables
 from skillsight.ingest import otlp
+from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.finalizer import SessionRowCache, rebuild_sessions
 from skillsight.rebuild.session import Rebuilt, rebuild_or_extend, rebuild_session
 from skillsight.rebuild.trajectories import Span, atif
@@ -26,6 +27,7 @@ from skillsight.rebuild.trajectories._cc_facts import ReadFacts
 from skillsight.rebuild.trajectories._claude_code import read as read_claude_code
 from skillsight.rebuild.trajectories._rows import unique_events, unique_spans
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import SkillContract
 from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
 
 SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
@@ -339,3 +341,55 @@ def test_a_call_of_a_new_context_may_take_an_earlier_request_of_its_prompt(
     new = facts_of(as_prompt(captured[(NAMES[1], "claude_code")], 1))
     new.fallbacks.append(("toolu_new_subagent", True))
     assert old.extended_by(new)
+
+
+def test_activations_follow_the_catalogue_and_workspace_as_they_are_now(
+    captured: dict[tuple[str, str], Rows],
+) -> None:
+    """The earlier prompts' activations are kept only while they would be joined alike: a
+    skill registered between two prompts, or another working directory winning the vote, gives
+    them what a whole rebuild gives."""
+    prompts = [as_prompt(captured[(name, "claude_code")], i) for i, name in enumerate(NAMES[:4])]
+    skill = next(
+        a.skill_name
+        for a in rebuild_session(*prompts[0], project_id="p", session_id=KEY).activations
+    )
+    registered = Catalogue(
+        {skill: [SkillContract(name=skill, description="registered later", version="2")]}
+    )
+    spans: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    previous: Rebuilt | None = None
+    elsewhere = as_prompt(captured[("two_skills", "claude_code")], 4)  # the most rows
+    for row in (*elsewhere[0], *elsewhere[1]):  # most rows of the session report another folder
+        for attributes in (row["attributes"], row["resource_attributes"]):
+            if "process.working_directory" in attributes:
+                attributes["process.working_directory"] = "/srv/elsewhere"
+        row["attributes"]["process.working_directory"] = "/srv/elsewhere"
+    for index, (new, catalogue) in enumerate(
+        [
+            (prompts[0], None),
+            (prompts[1], None),
+            (prompts[2], registered),
+            (prompts[3], registered),
+            (elsewhere, registered),
+        ]
+    ):
+        spans += new[0]
+        events += new[1]
+        previous = rebuild_or_extend(
+            spans,
+            events,
+            previous=previous,
+            new=new,
+            project_id="p",
+            catalogue=catalogue,
+            session_id=KEY,
+        )
+        whole = rebuild_session(spans, events, project_id="p", catalogue=catalogue, session_id=KEY)
+        assert previous.extended == (index > 0)
+        assert view(previous) == view(whole), f"after prompt {index}"
+    assert previous is not None
+    first = next(a for a in previous.activations if a.skill_name == skill)
+    assert first.contract is not None and first.contract.version == "2"
+    assert {a.workspace for a in previous.activations} == {"/srv/elsewhere"}

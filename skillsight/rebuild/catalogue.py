@@ -78,6 +78,15 @@ class Catalogue(Mapping[str, SkillContract]):
             return self.get(name)
         return self._by_version.get((name, version))
 
+    def __eq__(self, other: object) -> bool:
+        """The same recorded versions of the same skills (a mapping's equality would compare
+        only the latest of each)."""
+        if not isinstance(other, Catalogue):
+            return NotImplemented
+        return self._versions == other._versions
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         counts = ", ".join(f"{name}: {len(found)}" for name, found in self._versions.items())
         return f"Catalogue({{{counts}}})"

@@ -29,6 +29,8 @@ class Rebuilt:
     activations: list[Activation]
     basis: Basis | None = None
     """What a later rebuild can extend (:func:`rebuild_or_extend`); None: it starts over."""
+    catalogue: Catalogue | None = None
+    """The catalogue the activations were joined to (kept with a basis)."""
     extended: bool = False
     """This rebuild extended the previous one (its steps are kept, the new ones appended)."""
 
@@ -75,7 +77,9 @@ def rebuild_or_extend(
             previous.trajectory, previous.basis, new[0], new[1], session_id=session_id
         )
         if extended is not None:
-            return _rebuilt(*extended, project_id, catalogue, extended=True)
+            trajectory, basis = extended
+            kept = _kept(previous, trajectory, project_id, catalogue)
+            return _rebuilt(trajectory, basis, project_id, catalogue, kept=kept, extended=True)
     return _rebuilt(*build_with_basis(spans, events, session_id=session_id), project_id, catalogue)
 
 
@@ -85,10 +89,42 @@ def _rebuilt(
     project_id: str,
     catalogue: Catalogue | Mapping[str, SkillContract] | None,
     *,
+    kept: tuple[list[Activation], int] | None = None,
     extended: bool = False,
 ) -> Rebuilt:
-    activations = extract_activations(trajectory, project_id=project_id, catalogue=catalogue)
+    activations = extract_activations(
+        trajectory, project_id=project_id, catalogue=catalogue, kept=kept
+    )
     rerun = str((trajectory.extra or {}).get("rerun_id") or "")
     if rerun:  # a paired rerun's session: stored and scored, kept out of production read models
         activations = [a.model_copy(update={"rerun_id": rerun}) for a in activations]
-    return Rebuilt(trajectory.session_id or "", trajectory, activations, basis, extended)
+    joined = Catalogue.of(catalogue) if basis is not None else None
+    return Rebuilt(trajectory.session_id or "", trajectory, activations, basis, joined, extended)
+
+
+def _kept(
+    previous: Rebuilt,
+    trajectory: atif.Trajectory,
+    project_id: str,
+    catalogue: Catalogue | Mapping[str, SkillContract] | None,
+) -> tuple[list[Activation], int] | None:
+    """The previous rebuild's main-agent activations that start before its last user step,
+    when the extended trajectory's activations are joined as theirs were (same project,
+    catalogue, workspace and visible skills; no paired rerun): a new prompt starts with a
+    user step, which closes them."""
+    before, after = previous.trajectory.extra or {}, trajectory.extra or {}
+    same = all(before.get(k) == after.get(k) for k in ("workspace", "visible_skills", "rerun_id"))
+    if not same or after.get("rerun_id") or previous.catalogue != Catalogue.of(catalogue):
+        return None
+    if any(a.project_id != project_id for a in previous.activations[:1]):
+        return None
+    user_step = next(
+        (s.step_id for s in reversed(previous.trajectory.steps) if s.source == "user"), None
+    )
+    if user_step is None:
+        return None
+    main = [a for a in previous.activations if a.trajectory_id == trajectory.trajectory_id]
+    if any(a.trigger_step_id is None for a in main):
+        return None
+    held = [a for a in main if (a.trigger_step_id or 0) < user_step]
+    return held, user_step

@@ -13,8 +13,11 @@ from skillsight.store.records import Activation, iso
 
 
 def inferred_activations(
-    context: Context, items: list[Item], starts: dict[int, Start]
+    context: Context, items: list[Item], starts: dict[int, Start], *, build_from: int = 0
 ) -> list[Activation]:
+    """The activations ``starts`` open, bounded by what follows each; only those that start at
+    ``items[build_from]`` or later are built (the caller holds the ones before, which a user
+    message there closed)."""
     done: list[Extent] = []
     stack: list[Extent] = []
 
@@ -63,6 +66,7 @@ def inferred_activations(
                 current.calls.append(item)
                 current.last_index = index
     close(0, "end")
+    done = [extent for extent in done if extent.start.index >= build_from]
     done.sort(key=lambda o: o.start.index)
     ids: dict[int, str] = {}
     out: list[Activation] = []

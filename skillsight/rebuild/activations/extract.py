@@ -36,11 +36,15 @@ def extract_activations(
     *,
     project_id: str = "default",
     catalogue: Mapping[str, SkillContract] | None = None,
+    kept: tuple[list[Activation], int] | None = None,
 ) -> list[Activation]:
     """Every activation in the session, ordered by start (nested ones after their parent).
 
     ``catalogue``: a :class:`Catalogue`, or a plain ``{name: contract}`` (one version per
-    skill); each activation is joined to it as :meth:`Catalogue.contract` says.
+    skill); each activation is joined to it as :meth:`Catalogue.contract` says. ``kept``: the
+    main agent's activations that start before a user step, as an extraction of the same
+    steps with the same catalogue and workspace gave them, and that step's id; only those that
+    start from there on are built (a session extended by new prompts).
     """
     context = Context(
         trajectory=trajectory,
@@ -51,11 +55,11 @@ def extract_activations(
         agent=trajectory.agent.name,
         workspace=str((trajectory.extra or {}).get("workspace") or ""),
     )
-    _walk(context)
+    _walk(context, kept)
     return context.out
 
 
-def _walk(context: Context) -> None:
+def _walk(context: Context, kept: tuple[list[Activation], int] | None = None) -> None:
     trajectory = context.trajectory
     items = items_of(trajectory)
     spans = {s["span_id"]: s for s in (trajectory.extra or {}).get("skill_activations", [])}
@@ -65,7 +69,14 @@ def _walk(context: Context) -> None:
         context.out.append(activation)
     for index in claimed:  # a loading call a span accounts for starts nothing else
         starts.pop(index, None)
-    for activation in inferred_activations(context, items, starts):
+    build_from = 0
+    if kept is not None and not spans:
+        held, user_step = kept
+        found = next((i.index for i in items if i.step.step_id == user_step), None)
+        if found is not None:
+            build_from = found
+            context.out.extend(held)
+    for activation in inferred_activations(context, items, starts, build_from=build_from):
         context.out.append(activation)
     subs = {s.trajectory_id: s for s in trajectory.subagent_trajectories or ()}
     for index, item in enumerate(items):
