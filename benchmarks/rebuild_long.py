@@ -78,7 +78,8 @@ def _replay(
         whatever the policy, so it is not counted (the two counts cost nothing measurable: 24.2
         against 22.6 ms median, alternated, at 1-100 batches of this turn). ``cached``: the rebuilds
     share a row cache, as the finalizer's do (:class:`SessionRowCache`; no overlap re-read: one
-    writer)."""
+    writer), and skillsight's own rebuild (``rebuild=None``), which keeps what a rebuild of the
+    next prompt would extend, as the finalizer's does."""
     rebuild = default_rebuild()
     key = "00000000-0000-4000-8000-00000000long"
     ident = (PROJECT, key)
@@ -102,7 +103,6 @@ def _replay(
                 outcomes, _ = rebuild_sessions(
                     store,
                     [(PROJECT, key, through)],
-                    rebuild=rebuild,
                     provisional={ident},
                     hold_below=hold,
                     held={ident} if tally and hold and tally.held(hold[ident]) else set(),
@@ -121,7 +121,6 @@ def _replay(
             outcomes, _ = rebuild_sessions(
                 store,
                 [(PROJECT, key, through)],
-                rebuild=rebuild,
                 require_complete={ident},
                 cache=cache,
             )

@@ -124,11 +124,14 @@ class SessionRowCache:
     stats: RowCacheStats = field(default_factory=RowCacheStats)
     _entries: OrderedDict[tuple[str, str], _Entry] = field(default_factory=OrderedDict)
     _bytes: int = 0
+    _rows: int = 0
 
     @property
     def rows(self) -> int:
         """Rows held now."""
-        return sum(entry.size for entry in self._entries.values())
+        # counted as entries change: /healthz asks from the event loop while a pass runs in a
+        # worker thread, and walking the entries then could meet them mid-change
+        return self._rows
 
     @property
     def bytes(self) -> int:
@@ -210,10 +213,12 @@ class SessionRowCache:
                     whole.append(key)
                     continue
                 self._bytes -= entry.held_bytes
+                self._rows -= entry.size
                 entry.add(spans, events)
                 entry.traces = got.traces[key]
                 entry.through_us = max(entry.through_us, through[key])
                 self._bytes += entry.held_bytes
+                self._rows += entry.size
                 self._entries.move_to_end((project_id, key))
                 self.stats.sessions_read_new += 1
                 out[key] = (list(entry.spans.values()), list(entry.events.values()))
@@ -238,11 +243,13 @@ class SessionRowCache:
         self._drop(ident)
         self._entries[ident] = entry
         self._bytes += entry.held_bytes
+        self._rows += entry.size
 
     def _drop(self, ident: tuple[str, str]) -> None:
         entry = self._entries.pop(ident, None)
         if entry is not None:
             self._bytes -= entry.held_bytes
+            self._rows -= entry.size
             self.stats.dropped += 1
 
     def _bound(self) -> None:
