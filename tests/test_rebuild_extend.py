@@ -199,8 +199,8 @@ def test_the_finalizers_pass_extends_what_its_row_cache_holds(
     captured: dict[tuple[str, str], Rows], tmp_path: Path
 ) -> None:
     """Through the store: each prompt inserted, then the pass as the finalizer runs it (the row
-    cache, skillsight's own rebuild). Every rebuild after the first extends the one before, and
-    each equals a whole rebuild of what the store holds."""
+    cache, skillsight's own rebuild). Every rebuild after the second extends the one before,
+    and each equals a whole rebuild of what the store holds."""
     store = EmbeddedStore(tmp_path / "store")
     store.migrate()
     cache = SessionRowCache(overlap_us=0)
@@ -213,16 +213,18 @@ def test_the_finalizers_pass_extends_what_its_row_cache_holds(
                     through = arrival.last_ingested_us
             outcomes, _ = rebuild_sessions(store, [("p", KEY, through)], cache=cache)
             got = outcomes[0].rebuilt
-            assert isinstance(got, Rebuilt) and got.extended == (index > 0)
+            # the first rebuild keeps no basis (most sessions are one prompt); the second does
+            assert isinstance(got, Rebuilt) and got.extended == (index > 1)
+            assert (got.basis is None) == (index == 0)
             stored = store.sessions.rows_of("p", [KEY])[KEY]
             assert view(got) == view(rebuild_session(*stored, project_id="p", session_id=KEY))
-        assert cache.stats.extended == len(NAMES) - 1
-        assert cache.stats.rebuilt_whole == 1
+        assert cache.stats.extended == len(NAMES) - 2
+        assert cache.stats.rebuilt_whole == 2
         # a rebuild by a function of the caller's own is never extended
         outcomes, _ = rebuild_sessions(
             store, [("p", KEY, through)], cache=cache, rebuild=rebuild_session
         )
-        assert cache.stats.extended == len(NAMES) - 1
+        assert cache.stats.extended == len(NAMES) - 2
         assert outcomes[0].rebuilt is not None
         assert atif.Trajectory.model_validate(outcomes[0].rebuilt.trajectory.model_dump())
     finally:
@@ -241,14 +243,19 @@ def test_the_row_cache_tells_what_was_read_since_the_last_rebuild(
         first = as_prompt(captured[(NAMES[0], "claude_code")], 0)
         insert(store, first)
         (arrival,) = [a for a in store.sessions.arrivals(0) if a.session_key == KEY]
-        rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
-        assert cache.since_built("p", KEY)[1] == ([], [])
-        again, _ = rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
+        batch = [("p", KEY, arrival.last_ingested_us)]
+        rebuild_sessions(store, batch, cache=cache)
+        # a first rebuild keeps nothing to extend; the second keeps its basis
+        assert cache.rebuilt_before("p", KEY) and cache.since_built("p", KEY) == (None, None)
+        rebuild_sessions(store, batch, cache=cache)
         held_before, rows_since = cache.since_built("p", KEY)
-        assert held_before is not None and rows_since == ([], [])
+        assert held_before is not None and held_before.basis is not None
+        assert rows_since == ([], [])  # every row read again, each unchanged
+        again, _ = rebuild_sessions(store, batch, cache=cache)
         # nothing new: the rebuild before, extended by nothing
-        assert cache.stats.extended == 1 and again[0].rebuilt is held_before
-        assert held_before.trajectory is not None
+        assert cache.stats.extended == 1 and cache.stats.rebuilt_whole == 2
+        assert again[0].rebuilt is not None
+        assert again[0].rebuilt.trajectory is held_before.trajectory
         # the same span again with another status: changed, not new
         spans, _ = first
         changed = copy.deepcopy(spans[0])
@@ -259,7 +266,7 @@ def test_the_row_cache_tells_what_was_read_since_the_last_rebuild(
         outcomes, _ = rebuild_sessions(store, [("p", KEY, arrival.last_ingested_us)], cache=cache)
         rebuilt = outcomes[0].rebuilt
         assert isinstance(rebuilt, Rebuilt) and not rebuilt.extended
-        assert cache.stats.rebuilt_whole == 2
+        assert cache.stats.rebuilt_whole == 3
         assert Span(changed).failed != Span(spans[0]).failed
         stored = store.sessions.rows_of("p", [KEY])[KEY]
         assert view(rebuilt) == view(rebuild_session(*stored, project_id="p", session_id=KEY))

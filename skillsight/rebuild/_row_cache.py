@@ -60,6 +60,8 @@ class _Entry:
     """Rows first read since ``built``."""
     changed: bool = False
     """A row held when ``built`` was made has been read again with other values."""
+    rebuilds: int = 0
+    """Rebuilds of the session from these rows."""
 
     @property
     def size(self) -> int:
@@ -158,8 +160,15 @@ class SessionRowCache:
             return entry.built, None
         return entry.built, (entry.new_spans, entry.new_events)
 
+    def rebuilt_before(self, project_id: str, key: str) -> bool:
+        """The session was rebuilt from the rows held (so it may well be again: a session of
+        several prompts)."""
+        entry = self._entries.get((project_id, key))
+        return entry is not None and entry.rebuilds > 0
+
     def keep_built(self, project_id: str, key: str, rebuilt: Rebuilt, *, extended: bool) -> None:
-        """Keep a rebuild of the rows held now for the session's next one to extend."""
+        """Keep a rebuild of the rows held now for the session's next one to extend (one
+        without a basis is only counted: nothing can extend it)."""
         entry = self._entries.get((project_id, key))
         if extended:
             self.stats.extended += 1
@@ -168,7 +177,8 @@ class SessionRowCache:
         if entry is None:
             return
         self._bytes -= entry.held_bytes
-        entry.built = rebuilt
+        entry.rebuilds += 1
+        entry.built = rebuilt if rebuilt.basis is not None else None
         entry.new_spans, entry.new_events, entry.changed = [], [], False
         self._bytes += entry.held_bytes
         self._bound()

@@ -258,27 +258,31 @@ def _rebuild_sessions(
         try:
             if catalogue is not None and project_id not in contracts:
                 contracts[project_id] = catalogue(project_id)
-            if rebuild is None and cache is not None:
-                previous, new = cache.since_built(project_id, key)
+            joined = contracts.get(project_id)
+            if rebuild is not None or cache is None:
+                outcome.rebuilt = (rebuild or rebuild_session)(
+                    spans, events, project_id=project_id, catalogue=joined, session_id=key
+                )
+                continue
+            # skillsight's own rebuild, with the rows held: a session rebuilt from them before
+            # is one of several prompts, worth extending; a first rebuild keeps no basis
+            previous, new = cache.since_built(project_id, key)
+            if cache.rebuilt_before(project_id, key):
                 built = rebuild_or_extend(
                     spans,
                     events,
                     previous=previous,
                     new=new,
                     project_id=project_id,
-                    catalogue=contracts.get(project_id),
+                    catalogue=joined,
                     session_id=key,
                 )
-                cache.keep_built(project_id, key, built, extended=built.extended)
-                outcome.rebuilt = built
             else:
-                outcome.rebuilt = (rebuild or rebuild_session)(
-                    spans,
-                    events,
-                    project_id=project_id,
-                    catalogue=contracts.get(project_id),
-                    session_id=key,
+                built = rebuild_session(
+                    spans, events, project_id=project_id, catalogue=joined, session_id=key
                 )
+            cache.keep_built(project_id, key, built, extended=built.extended)
+            outcome.rebuilt = built
         except Exception as exc:  # one bad session must not stop the others
             log.exception("rebuilding session %s of project %s failed", key, project_id)
             outcome.error = f"{type(exc).__name__}: {exc}"[:500]
