@@ -136,7 +136,9 @@ def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
 ) -> None:
     prompts = [as_prompt(captured[(name, variant)], i) for i, name in enumerate(NAMES)]
     extended, whole = replay(prompts)
-    assert [r.extended for r in extended] == [False] + [True] * (len(NAMES) - 1)
+    # one prompt keeps no basis (its turn's rebuilds are whole); from the second on, one is kept
+    assert [r.extended for r in extended] == [False, False] + [True] * (len(NAMES) - 2)
+    assert [r.basis is None for r in extended] == [True] + [False] * (len(NAMES) - 1)
     for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
         assert view(got) == view(want), f"after prompt {index} ({NAMES[index]})"
     last = extended[-1].trajectory
@@ -144,7 +146,7 @@ def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
     assert len(last.extra["trace_ids"]) == len(NAMES)  # type: ignore[index]
     assert last.subagent_trajectories  # the subagent scenario's run, carried along
     # the earlier steps are the same objects: extended, not converted again
-    assert last.steps[0] is extended[1].trajectory.steps[0]
+    assert last.steps[0] is extended[2].trajectory.steps[0]
     assert sum(len(r.activations) for r in extended[-1:]) >= len(NAMES) - 2
 
 
@@ -165,7 +167,7 @@ def test_rows_that_reach_back_rebuild_the_session_whole(
         assert view(got) == view(want), f"after delivery {index}"
     assert [r.extended for r in extended] == [
         False,  # the first prompt
-        True,
+        False,  # the second: whole, keeping a basis
         True,
         False,  # with a row of the second prompt
         False,  # spans without their events: whether texts were logged is not known alike
@@ -180,19 +182,23 @@ def test_a_session_whose_basis_is_gone_is_rebuilt_whole(
     captured: dict[tuple[str, str], Rows],
 ) -> None:
     prompts = [as_prompt(captured[(name, "claude_code")], i) for i, name in enumerate(NAMES[:3])]
-    first = rebuild_or_extend(
-        *prompts[0], previous=None, new=None, project_id="p", catalogue=None, session_id=KEY
-    )
-    both = (prompts[0][0] + prompts[1][0], prompts[0][1] + prompts[1][1])
     kw: dict[str, Any] = {"project_id": "p", "catalogue": None, "session_id": KEY}
+    two = (prompts[0][0] + prompts[1][0], prompts[0][1] + prompts[1][1])
+    first = rebuild_or_extend(*two, previous=None, new=None, **kw)
+    assert first.basis is not None and not first.extended
+    three = (two[0] + prompts[2][0], two[1] + prompts[2][1])
     # the rows read since are unknown (a held row changed): whole
-    assert not rebuild_or_extend(*both, previous=first, new=None, **kw).extended
-    assert rebuild_or_extend(*both, previous=first, new=prompts[1], **kw).extended
-    assert not rebuild_or_extend(*both, previous=None, new=prompts[1], **kw).extended
+    assert not rebuild_or_extend(*three, previous=first, new=None, **kw).extended
+    assert rebuild_or_extend(*three, previous=first, new=prompts[2], **kw).extended
+    assert not rebuild_or_extend(*three, previous=None, new=prompts[2], **kw).extended
     # a rebuild by another algorithm carries no basis
-    plain = rebuild_session(*prompts[0], project_id="p", session_id=KEY)
+    plain = rebuild_session(*two, project_id="p", session_id=KEY)
     assert plain.basis is None
-    assert not rebuild_or_extend(*both, previous=plain, new=prompts[1], **kw).extended
+    assert not rebuild_or_extend(*three, previous=plain, new=prompts[2], **kw).extended
+    # nor does a session of one trace: its next prompt's rebuild is whole
+    alone = rebuild_or_extend(*prompts[0], previous=None, new=None, **kw)
+    assert alone.basis is None
+    assert not rebuild_or_extend(*two, previous=alone, new=prompts[1], **kw).extended
 
 
 def test_the_finalizers_pass_extends_what_its_row_cache_holds(
@@ -242,10 +248,11 @@ def test_the_row_cache_tells_what_was_read_since_the_last_rebuild(
     try:
         first = as_prompt(captured[(NAMES[0], "claude_code")], 0)
         insert(store, first)
+        insert(store, as_prompt(captured[(NAMES[1], "claude_code")], 1))
         (arrival,) = [a for a in store.sessions.arrivals(0) if a.session_key == KEY]
         batch = [("p", KEY, arrival.last_ingested_us)]
         rebuild_sessions(store, batch, cache=cache)
-        # a first rebuild keeps nothing to extend; the second keeps its basis
+        # a first rebuild keeps nothing to extend; the second keeps its basis (two prompts)
         assert cache.rebuilt_before("p", KEY) and cache.since_built("p", KEY) == (None, None)
         rebuild_sessions(store, batch, cache=cache)
         held_before, rows_since = cache.since_built("p", KEY)
@@ -394,7 +401,7 @@ def test_activations_follow_the_catalogue_and_workspace_as_they_are_now(
             session_id=KEY,
         )
         whole = rebuild_session(spans, events, project_id="p", catalogue=catalogue, session_id=KEY)
-        assert previous.extended == (index > 0)
+        assert previous.extended == (index > 1)
         assert view(previous) == view(whole), f"after prompt {index}"
     assert previous is not None
     first = next(a for a in previous.activations if a.skill_name == skill)
