@@ -141,6 +141,9 @@ def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
     assert [r.basis is None for r in extended] == [True] + [False] * (len(NAMES) - 1)
     for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
         assert view(got) == view(want), f"after prompt {index} ({NAMES[index]})"
+        # as the store writes it: the kept steps' texts, and the new ones
+        stored = got.trajectory.compact_json()
+        assert stored == want.trajectory.model_dump_json(exclude_none=True)
     last = extended[-1].trajectory
     assert last.final_metrics is not None and last.final_metrics.total_steps == len(last.steps)
     assert len(last.extra["trace_ids"]) == len(NAMES)  # type: ignore[index]
@@ -407,3 +410,30 @@ def test_activations_follow_the_catalogue_and_workspace_as_they_are_now(
     first = next(a for a in previous.activations if a.skill_name == skill)
     assert first.contract is not None and first.contract.version == "2"
     assert {a.workspace for a in previous.activations} == {"/srv/elsewhere"}
+
+
+def test_the_stored_text_of_a_trajectory_is_its_compact_json() -> None:
+    """What the store writes (each step's text kept on the step) is pydantic's own compact
+    form, with non-finite numbers as null, any text, and every optional part left out."""
+    document = {
+        "agent": {"name": "a", "version": "1"},
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "agent",
+                "message": 'é \u2028 "quoted" \\ \n',
+                "metrics": {"cost_usd": float("inf"), "prompt_tokens": 3},
+            },
+            {"step_id": 2, "source": "user", "message": ""},
+        ],
+        "extra": {"k": float("nan"), "list": [1, None]},
+        "subagent_trajectories": [
+            {"trajectory_id": "s", "agent": {"name": "b", "version": "2"}, "steps": []}
+        ],
+    }
+    trajectory = atif.Trajectory.model_validate(document)
+    expected = trajectory.model_dump_json(exclude_none=True)
+    assert trajectory.compact_json() == expected
+    assert trajectory.compact_json() == expected  # the second time from the kept texts
+    bare = atif.Trajectory.model_validate({"agent": {"name": "a", "version": "1"}, "steps": []})
+    assert bare.compact_json() == bare.model_dump_json(exclude_none=True)

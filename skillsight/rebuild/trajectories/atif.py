@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from skillsight.errors import SkillsightError
 
@@ -115,6 +115,14 @@ class Step(_Strict):
     is_copied_context: bool | None = None
     llm_call_count: int | None = Field(default=None, ge=0)
     extra: dict[str, Any] | None = None
+    _text: str | None = PrivateAttr(default=None)
+    """The step as :meth:`compact_json` writes it, once written."""
+
+    def compact_json(self) -> str:
+        """Compact JSON, ``None`` left out; kept, as a rebuild never changes a step it made."""
+        if self._text is None:
+            self._text = self.model_dump_json(exclude_none=True)
+        return self._text
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -151,6 +159,13 @@ class Trajectory(_Strict):
     extra: dict[str, Any] | None = None
     subagent_trajectories: list[Trajectory] | None = None
 
+    def compact_json(self) -> str:
+        """``model_dump_json(exclude_none=True)``, with each step's text kept on the step
+        (:meth:`Step.compact_json`): a trajectory extended by new prompts keeps the steps of
+        the one before, so writing it serializes only the new ones (the store writes the
+        document this way)."""
+        return _compact_json(self)
+
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         for index, step in enumerate(self.steps):
@@ -174,6 +189,18 @@ class Trajectory(_Strict):
                             f"{ref.trajectory_id!r} matches no embedded subagent trajectory"
                         )
         return self
+
+
+_HEAD = frozenset({"schema_version", "session_id", "trajectory_id", "agent"})
+"""The fields before ``steps``, in the models' order (pydantic writes fields in that order)."""
+_TAIL = frozenset(Trajectory.model_fields) - _HEAD - {"steps"}
+
+
+def _compact_json(trajectory: Trajectory) -> str:
+    head = trajectory.model_dump_json(include=set(_HEAD), exclude_none=True)
+    tail = trajectory.model_dump_json(include=set(_TAIL), exclude_none=True)[1:-1]
+    steps = ",".join(step.compact_json() for step in trajectory.steps)
+    return f'{head[:-1]},"steps":[{steps}]{"," if tail else ""}{tail}}}'
 
 
 def dump(trajectory: Trajectory) -> dict[str, Any]:
