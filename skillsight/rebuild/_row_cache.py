@@ -170,12 +170,12 @@ class SessionRowCache:
         """Keep a rebuild of the rows held now for the session's next one to extend (one
         without a basis is only counted: nothing can extend it)."""
         entry = self._entries.get((project_id, key))
+        if entry is None:
+            return
         if extended:
             self.stats.extended += 1
         else:
             self.stats.rebuilt_whole += 1
-        if entry is None:
-            return
         self._bytes -= entry.held_bytes
         entry.rebuilds += 1
         entry.built = rebuilt if rebuilt.basis is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from skillsight.errors import SkillsightError
 from skillsight.rebuild._gc_pause import gc_paused
@@ -24,9 +24,6 @@ from skillsight.rebuild.trajectories import (
 )
 from skillsight.store import RebuildResult, SessionRebuild, SessionRows, SpanParents, Store
 from skillsight.store.records import SkillContract
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 

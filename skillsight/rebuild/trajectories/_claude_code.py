@@ -93,13 +93,13 @@ def read(
     main_loop.sort(key=lambda c: (c.start_ns, c.key))
     # in time order, so that a session's cost sums the same however its prompts were read
     side_calls = sorted(
-        (c for c in llm.values() if c.query_source in SIDE_QUERY_SOURCES and c.usage),
+        (c for c in llm.values() if c.query_source in SIDE_QUERY_SOURCES and c.usage is not None),
         key=lambda c: (c.start_ns, c.key),
     )
     for side in side_calls:
-        assert side.usage is not None
-        draft.side_usage.add(side.usage)
-        draft.side_requests += 1
+        if side.usage is not None:
+            draft.side_usage.add(side.usage)
+            draft.side_requests += 1
 
     by_request = {c.request_id: c for c in main_loop if c.request_id}
     orphans: list[CallDraft] = []
@@ -130,6 +130,8 @@ def read(
     draft.steps = [step for _, _, step in timeline]
     open_names = name_unnamed_skills(draft)
     draft.model = next((s.model for s in draft.steps if s.model), "")
+    unlogged = any(not s.message_logged for s in draft.steps if s.source in ("user", "agent"))
+    note(draft, logs_received=bool(events), unlogged=unlogged)
     if facts is not None:
         facts.span_traces = draft.trace_ids[:span_traces]
         facts.event_traces = draft.trace_ids[span_traces:]
@@ -139,12 +141,8 @@ def read(
         facts.keys = keys.flags()
         facts.contexts = {c.parent_call for c in main_loop}
         facts.fallbacks = fallbacks
-        facts.logged_text = logged_text
-        facts.open_names = open_names
+        facts.logged_text, facts.open_names = logged_text, open_names
         facts.side = [c.usage for c in side_calls if c.usage is not None]
-    unlogged = any(not s.message_logged for s in draft.steps if s.source in ("user", "agent"))
-    note(draft, logs_received=bool(events), unlogged=unlogged)
-    if facts is not None:
         facts.has_events, facts.unlogged = bool(events), unlogged
     return draft
 
