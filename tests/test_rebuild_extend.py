@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import event as tally
+from hypothesis import strategies as st
 
 from benchmarks.rebuild import raw_tables
 from skillsight.ingest import otlp
@@ -437,3 +440,72 @@ def test_the_stored_text_of_a_trajectory_is_its_compact_json() -> None:
     assert trajectory.compact_json() == expected  # the second time from the kept texts
     bare = atif.Trajectory.model_validate({"agent": {"name": "a", "version": "1"}, "steps": []})
     assert bare.compact_json() == bare.model_dump_json(exclude_none=True)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_way_the_rows_arrive_the_rebuild_is_the_whole_one(
+    captured: dict[tuple[str, str], Rows], data: st.DataObject
+) -> None:
+    """Six prompts' rows delivered in any grouping (a prompt split over deliveries, spans
+    before or after their events, rows of several prompts together, a row repeated): after
+    each delivery the rebuild, extended or whole, is the rebuild of everything delivered."""
+    variant = data.draw(st.sampled_from(VARIANTS))
+    names = data.draw(st.permutations(NAMES).map(lambda found: found[:6]))
+    rows = [
+        ("span", row)
+        for i, name in enumerate(names)
+        for row in as_prompt(captured[(name, variant)], i)[0]
+    ] + [
+        ("event", row)
+        for i, name in enumerate(names)
+        for row in as_prompt(captured[(name, variant)], i)[1]
+    ]
+    rows.sort(key=lambda kind_row: _time_of(kind_row[1]))  # roughly as they would arrive
+    # between prompts (where an extension can happen) and anywhere else
+    boundaries = [
+        i for i in range(1, len(rows)) if rows[i][1]["trace_id"] != rows[i - 1][1]["trace_id"]
+    ]
+    cuts = sorted(
+        data.draw(st.sets(st.sampled_from(boundaries), max_size=len(boundaries)))
+        | data.draw(st.sets(st.integers(1, len(rows) - 1), max_size=8))
+    )
+    late = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=3))
+    deliveries: list[Rows] = []
+    for start, end in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+        chunk = rows[start:end] + [rows[i] for i in late if i < start]  # a few rows again
+        deliveries.append(
+            (
+                [r for kind, r in chunk if kind == "span"],
+                [r for kind, r in chunk if kind == "event"],
+            )
+        )
+    spans: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    previous: Rebuilt | None = None
+    extended = 0
+    for new_spans, new_events in deliveries:
+        spans += new_spans
+        events += new_events
+        previous = rebuild_or_extend(
+            spans,
+            events,
+            previous=previous,
+            new=(new_spans, new_events),
+            project_id="p",
+            catalogue=None,
+            session_id=KEY,
+        )
+        extended += previous.extended
+        whole = rebuild_session(spans, events, project_id="p", session_id=KEY)
+        assert view(previous) == view(whole)
+        assert previous.trajectory.compact_json() == whole.trajectory.model_dump_json(
+            exclude_none=True
+        )
+    tally("extended" if extended else "never extended")
+
+
+def _time_of(row: dict[str, Any]) -> int:
+    return int(row.get("end_time_unix_nano") or row.get("time_unix_nano") or 0)
