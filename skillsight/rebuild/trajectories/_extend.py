@@ -155,6 +155,7 @@ def extend(
             subagent_totals,
         )
     )
+    trajectory.continues(previous)  # the earlier steps' stored text is written once
     return trajectory, Basis(
         both, usage, side, header.side_requests, subagent_totals, workspaces, rerun
     )

@@ -115,14 +115,6 @@ class Step(_Strict):
     is_copied_context: bool | None = None
     llm_call_count: int | None = Field(default=None, ge=0)
     extra: dict[str, Any] | None = None
-    _text: str | None = PrivateAttr(default=None)
-    """The step as :meth:`compact_json` writes it, once written."""
-
-    def compact_json(self) -> str:
-        """Compact JSON, ``None`` left out; kept, as a rebuild never changes a step it made."""
-        if self._text is None:
-            self._text = self.model_dump_json(exclude_none=True)
-        return self._text
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -158,13 +150,21 @@ class Trajectory(_Strict):
     continued_trajectory_ref: str | None = None
     extra: dict[str, Any] | None = None
     subagent_trajectories: list[Trajectory] | None = None
+    _steps_text: tuple[int, str] = PrivateAttr(default=(0, ""))
+    """How many of the first steps :meth:`compact_json` has written, and their text."""
 
     def compact_json(self) -> str:
-        """``model_dump_json(exclude_none=True)``, with each step's text kept on the step
-        (:meth:`Step.compact_json`): a trajectory extended by new prompts keeps the steps of
-        the one before, so writing it serializes only the new ones (the store writes the
+        """``model_dump_json(exclude_none=True)``, the steps' text kept: a trajectory that
+        :meth:`continues` another one writes only the steps it added (the store writes the
         document this way)."""
         return _compact_json(self)
+
+    def continues(self, previous: Trajectory) -> None:
+        """``previous``'s steps are this trajectory's first ones (the same validated steps,
+        as an extension by new prompts keeps them): their text, once written, is reused."""
+        count, text = previous._steps_text
+        if count and self.steps[count - 1] is previous.steps[count - 1]:
+            self._steps_text = (count, text)
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -199,7 +199,11 @@ _TAIL = frozenset(Trajectory.model_fields) - _HEAD - {"steps"}
 def _compact_json(trajectory: Trajectory) -> str:
     head = trajectory.model_dump_json(include=set(_HEAD), exclude_none=True)
     tail = trajectory.model_dump_json(include=set(_TAIL), exclude_none=True)[1:-1]
-    steps = ",".join(step.compact_json() for step in trajectory.steps)
+    count, written = trajectory._steps_text
+    texts = [written] if count else []
+    texts += [step.model_dump_json(exclude_none=True) for step in trajectory.steps[count:]]
+    steps = ",".join(texts)
+    trajectory._steps_text = (len(trajectory.steps), steps)
     return f'{head[:-1]},"steps":[{steps}]{"," if tail else ""}{tail}}}'
 
 
