@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from skillsight.rebuild._completeness import CompletenessTally
 from skillsight.rebuild._finalizer_state import OVERLAP_US
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ class _Entry:
     """A row held when ``built`` was made has been read again with other values."""
     rebuilds: int = 0
     """Rebuilds of the session from these rows."""
+    tally: CompletenessTally | None = field(default_factory=CompletenessTally)
+    """The completeness rule's counts over the rows held (``None`` once a row changed)."""
 
     @property
     def size(self) -> int:
@@ -79,20 +82,24 @@ class _Entry:
             held_span = self.spans.get(key := _span_key(span))
             if held_span is None:
                 self.new_spans.append(span)
+                if self.tally is not None:
+                    self.tally.add_span(span)
             elif held_span == span:
                 continue
             else:
-                self.changed = True
+                self.changed, self.tally = True, None
             self.bytes += row_bytes(span) - (row_bytes(held_span) if held_span else 0)
             self.spans[key] = span
         for event in events:
             held_event = self.events.get(ekey := _event_key(event))
             if held_event is None:
                 self.new_events.append(event)
+                if self.tally is not None:
+                    self.tally.add_event(event)
             elif held_event == event:
                 continue
             else:
-                self.changed = True
+                self.changed, self.tally = True, None
             self.bytes += row_bytes(event) - (row_bytes(held_event) if held_event else 0)
             self.events[ekey] = event
 
@@ -159,6 +166,12 @@ class SessionRowCache:
         if entry.changed:
             return entry.built, None
         return entry.built, (entry.new_spans, entry.new_events)
+
+    def complete(self, project_id: str, key: str) -> bool | None:
+        """What the completeness rule says of the session's rows held, from their tally
+        (:class:`CompletenessTally`); ``None`` when the rows must be looked at."""
+        entry = self._entries.get((project_id, key))
+        return entry.tally.complete() if entry is not None and entry.tally is not None else None
 
     def rebuilt_before(self, project_id: str, key: str) -> bool:
         """The session was rebuilt from the rows held (so it may well be again: a session of

@@ -236,7 +236,9 @@ def _rebuild_sessions(
         outcome.spans = len(spans)
         if not spans and not events:
             continue
-        outcome.complete = complete = is_complete(spans, events)
+        tallied = cache.complete(project_id, key) if cache is not None else None
+        complete = is_complete(spans, events) if tallied is None else tallied
+        outcome.complete = complete
         if not complete:
             outcome.waits_for_root = waits_for_root(spans)
         if ident in require_complete and not complete:

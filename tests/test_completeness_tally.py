@@ -1,0 +1,105 @@
+"""The completeness rule tallied as rows are read agrees with the rule applied to all rows.
+
+The row cache counts, for each session it holds, what the rule needs of the rows it has added
+(:class:`CompletenessTally`), so a session of many prompts is not looked at whole after each.
+Over the recorded scenarios' rows, in any order and any subset (parent spans and request events
+missing, rows repeated), the tally's answer, whenever it gives one, is the rule's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skillsight.ingest import otlp
+from skillsight.rebuild._completeness import CompletenessTally
+from skillsight.rebuild.finalizer import is_complete
+from skillsight.store import EmbeddedStore
+from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
+CAPTURES = ("one_skill", "subagent_skill", "tool_error")
+VARIANTS = ("claude_code", "claude_code_no_request_id")
+Rows = tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rows]:
+    store = EmbeddedStore(tmp_path_factory.mktemp("tally") / "store")
+    store.migrate()
+    out: dict[str, Rows] = {}
+    try:
+        for variant in VARIANTS:
+            project = variant
+            for name in CAPTURES:
+                for path in sorted((SCENARIOS / name / variant).iterdir()):
+                    if not path.name.startswith(("traces", "logs")):
+                        continue
+                    signal = otlp.TRACES if path.name.startswith("traces") else otlp.LOGS
+                    encoding = otlp.JSON if path.suffix == ".json" else otlp.PROTOBUF
+                    decoded = otlp.decode(
+                        signal, path.read_bytes(), encoding, project, otlp.Limits()
+                    )
+                    schema = SPAN_SCHEMA if signal == otlp.TRACES else EVENT_SCHEMA
+                    table = store.spans if signal == otlp.TRACES else store.events
+                    table.insert(decoded.columns.to_arrow(schema))
+            spans = store.spans.find(project, limit=10_000)
+            events = store.events.find(project, limit=10_000)
+            out[variant] = (spans, events)  # type: ignore[assignment]
+    finally:
+        store.close()
+    return out
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_the_tally_answers_as_the_rule_on_all_rows(
+    captured: dict[str, Rows], data: st.DataObject
+) -> None:
+    variant = data.draw(st.sampled_from(VARIANTS))
+    spans, events = captured[variant]
+    kept_spans = data.draw(st.lists(st.sampled_from(spans), unique_by=id, max_size=len(spans)))
+    kept_events = data.draw(st.lists(st.sampled_from(events), unique_by=id, max_size=len(events)))
+    rows = [("span", s) for s in kept_spans] + [("event", e) for e in kept_events]
+    order = data.draw(st.permutations(rows))
+    tally = CompletenessTally()
+    added_spans: list[dict[str, Any]] = []
+    added_events: list[dict[str, Any]] = []
+    for kind, row in order:
+        if kind == "span":
+            tally.add_span(row)
+            added_spans.append(row)
+        else:
+            tally.add_event(row)
+            added_events.append(row)
+        told = tally.complete()
+        if told is not None:
+            assert told == is_complete(added_spans, added_events)
+
+
+def test_the_tally_answers_the_common_cases(captured: dict[str, Rows]) -> None:
+    spans, events = captured["claude_code"]
+    tally = CompletenessTally()
+    for span in spans:
+        tally.add_span(span)
+    assert tally.complete() is True  # no request events yet: not held back
+    for event in events:
+        tally.add_event(event)
+    assert tally.complete() is True and is_complete(spans, events)
+    orphan = {**spans[0], "span_id": "f" * 16, "parent_span_id": "e" * 16}
+    tally.add_span(orphan)
+    assert tally.complete() is False and not is_complete([*spans, orphan], events)
+    # without request ids, only the pairing by context and order can tell
+    spans, events = captured["claude_code_no_request_id"]
+    tally = CompletenessTally()
+    for span in spans:
+        tally.add_span(span)
+    for event in events:
+        tally.add_event(event)
+    assert tally.complete() is None and is_complete(spans, events)
