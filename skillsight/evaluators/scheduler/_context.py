@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,28 +74,53 @@ def recorded_manifest(entry: SkillEntry) -> SkillManifest | None:
     )
 
 
+class LaterMessages:
+    """What the agent said after each activation of a session: the integration messages of
+    the session's activations that come after its own, in the same agent context and the same
+    turn (the same user request), in order. A later turn answers another request: what the
+    agent said there does not tell whether it used this skill's output (and a rebuild on the
+    next prompt must not change this activation's verdict). A record from before turns were
+    recorded (no ``request_step_id``) is not cut.
+
+    Indexed once for all the activations at hand: each activation looking through every other
+    one cost the square of a long session's activations at every hand-over."""
+
+    __slots__ = ("_by_context", "_by_turn")
+
+    def __init__(self, siblings: Sequence[Activation]) -> None:
+        by_context: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        by_turn: dict[tuple[str, str, int], list[tuple[int, str]]] = {}
+        for sibling in siblings:
+            step, message = sibling.integration_step_id, sibling.integration_message
+            if step is None or not message:
+                continue
+            where = (sibling.session_id, sibling.decision_trajectory_id)
+            by_context.setdefault(where, []).append((step, message))
+            if sibling.request_step_id is not None:
+                by_turn.setdefault((*where, sibling.request_step_id), []).append((step, message))
+        self._by_context = {key: _indexed(found) for key, found in by_context.items()}
+        self._by_turn = {key: _indexed(found) for key, found in by_turn.items()}
+
+    def after(self, activation: Activation) -> tuple[str, ...]:
+        step = activation.integration_step_id
+        if step is None:
+            return ()
+        where = (activation.session_id, activation.decision_trajectory_id)
+        turn = activation.request_step_id
+        steps, messages = (
+            self._by_context.get(where) if turn is None else self._by_turn.get((*where, turn))
+        ) or ((), ())
+        return tuple(dict.fromkeys(messages[bisect_right(steps, step) :]))
+
+
+def _indexed(found: list[tuple[int, str]]) -> tuple[list[int], list[str]]:
+    found.sort()
+    return [step for step, _ in found], [message for _, message in found]
+
+
 def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tuple[str, ...]:
-    """The integration messages of the session's activations that come after this one's, in
-    the same agent context and the same turn (the same user request), in order. A later turn
-    answers another request: what the agent said there does not tell whether it used this
-    skill's output (and a rebuild on the next prompt must not change this activation's
-    verdict). A record from before turns were recorded (no ``request_step_id``) is not cut."""
-    step = activation.integration_step_id
-    if step is None:
-        return ()
-    where = activation.decision_trajectory_id
-    turn = activation.request_step_id
-    later = sorted(
-        (s.integration_step_id, s.integration_message)
-        for s in siblings
-        if s.session_id == activation.session_id
-        and s.decision_trajectory_id == where
-        and (turn is None or s.request_step_id == turn)
-        and s.integration_step_id is not None
-        and s.integration_step_id > step
-        and s.integration_message
-    )
-    return tuple(dict.fromkeys(message for _, message in later if message))
+    """:class:`LaterMessages` of one activation."""
+    return LaterMessages(siblings).after(activation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,14 +205,15 @@ class ContextAssembler:
     def context(
         self,
         activation: Activation,
-        siblings: Sequence[Activation] = (),
+        siblings: Sequence[Activation] | LaterMessages = (),
         earlier: Mapping[tuple[str, str], Evaluation] | None = None,
     ) -> EvaluationContext:
         """The activation's context; the baseline is the one *before* it is observed.
 
-        ``siblings``: other activations of its session at hand; what the agent said after this
-        one's integration message (their integration messages) is where an integration message
-        that only announced the next step leaves the use of the skill's values. ``earlier``:
+        ``siblings``: other activations of its session at hand (or their
+        :class:`LaterMessages`, indexed once for many); what the agent said after this one's
+        integration message (their integration messages) is where an integration message that
+        only announced the next step leaves the use of the skill's values. ``earlier``:
         its stored judge verdicts (:meth:`stored_scores`)."""
         entries = self.catalogue(activation.project_id)
         visible = self._shown_with(activation, entries)
@@ -211,7 +238,9 @@ class ContextAssembler:
             manifest=manifest,
             baseline=self._baseline_before(activation),
             catalogue=visible,
-            later_messages=later_messages(activation, siblings),
+            later_messages=(
+                siblings if isinstance(siblings, LaterMessages) else LaterMessages(siblings)
+            ).after(activation),
             earlier=earlier or {},
         )
         if not self.trajectories:

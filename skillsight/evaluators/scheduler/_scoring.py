@@ -21,7 +21,7 @@ from skillsight.evaluators._model import ERROR, Evaluation
 from skillsight.evaluators._registry import Registry, run_evaluators
 from skillsight.evaluators._skill_selection import stored_catalogue
 from skillsight.evaluators._views import shared_views
-from skillsight.evaluators.scheduler._context import ContextAssembler
+from skillsight.evaluators.scheduler._context import ContextAssembler, LaterMessages
 from skillsight.evaluators.scheduler._policy import Policy
 from skillsight.store import ScoredBefore
 from skillsight.store.records import Activation
@@ -86,12 +86,13 @@ def score_activations(
         earlier.update(scores.verdicts)
         stored.update(scores.before)
 
+    said_after = {session: LaterMessages(own) for session, own in sessions.items()}
+
     def context(activation: Activation) -> EvaluationContext:
         found = contexts.get(activation.activation_id)
         if found is None:
-            siblings = sessions.get(activation.session_id, ())
             found = contexts[activation.activation_id] = assembler.context(
-                activation, siblings, earlier.get(activation.activation_id)
+                activation, said_after[activation.session_id], earlier.get(activation.activation_id)
             )
         return found
 
