@@ -445,6 +445,12 @@ def test_the_stored_text_of_a_trajectory_is_its_compact_json() -> None:
     assert trajectory.compact_json() == expected  # the second time from the kept texts
     bare = atif.Trajectory.model_validate({"agent": {"name": "a", "version": "1"}, "steps": []})
     assert bare.compact_json() == bare.model_dump_json(exclude_none=True)
+    # a copy with other steps writes its own, whatever text it was copied with
+    fewer = trajectory.model_copy(update={"steps": trajectory.steps[:1]})
+    assert fewer.compact_json() == fewer.model_dump_json(exclude_none=True)
+    other = atif.Step.model_validate({"step_id": 1, "source": "user", "message": "other"})
+    swapped = trajectory.model_copy(update={"steps": [other, trajectory.steps[1]]})
+    assert swapped.compact_json() == swapped.model_dump_json(exclude_none=True)
 
 
 @settings(

@@ -18,6 +18,7 @@ Rules checked beyond field types (DESIGN.md, *ATIF*):
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -150,8 +151,9 @@ class Trajectory(_Strict):
     continued_trajectory_ref: str | None = None
     extra: dict[str, Any] | None = None
     subagent_trajectories: list[Trajectory] | None = None
-    _steps_text: tuple[int, str] = PrivateAttr(default=(0, ""))
-    """How many of the first steps :meth:`compact_json` has written, and their text."""
+    _steps_text: tuple[tuple[Step, ...], str] = PrivateAttr(default=((), ""))
+    """The first steps :meth:`compact_json` has written, and their text (reused only while
+    those very steps come first: a copy with other steps writes its own)."""
 
     def compact_json(self) -> str:
         """``model_dump_json(exclude_none=True)``, the steps' text kept: a trajectory that
@@ -162,9 +164,7 @@ class Trajectory(_Strict):
     def continues(self, previous: Trajectory) -> None:
         """``previous``'s steps are this trajectory's first ones (the same validated steps,
         as an extension by new prompts keeps them): their text, once written, is reused."""
-        count, text = previous._steps_text
-        if count and self.steps[count - 1] is previous.steps[count - 1]:
-            self._steps_text = (count, text)
+        self._steps_text = previous._steps_text
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -199,11 +199,15 @@ _TAIL = frozenset(Trajectory.model_fields) - _HEAD - {"steps"}
 def _compact_json(trajectory: Trajectory) -> str:
     head = trajectory.model_dump_json(include=set(_HEAD), exclude_none=True)
     tail = trajectory.model_dump_json(include=set(_TAIL), exclude_none=True)[1:-1]
-    count, written = trajectory._steps_text
-    texts = [written] if count else []
-    texts += [step.model_dump_json(exclude_none=True) for step in trajectory.steps[count:]]
+    written, text = trajectory._steps_text
+    count = len(written)
+    kept = count <= len(trajectory.steps) and all(map(operator.is_, written, trajectory.steps))
+    texts = [text] if kept and count else []
+    texts += [
+        step.model_dump_json(exclude_none=True) for step in trajectory.steps[count if kept else 0 :]
+    ]
     steps = ",".join(texts)
-    trajectory._steps_text = (len(trajectory.steps), steps)
+    trajectory._steps_text = (tuple(trajectory.steps), steps)
     return f'{head[:-1]},"steps":[{steps}]{"," if tail else ""}{tail}}}'
 
 
