@@ -8,20 +8,17 @@ missing, rows repeated), the tally's answer, whenever it gives one, is the rule'
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillsight.ingest import otlp
 from skillsight.rebuild._completeness import CompletenessTally
 from skillsight.rebuild.finalizer import is_complete
 from skillsight.store import EmbeddedStore
-from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from tests.support.captures import SCENARIOS, store_capture
 
-SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
 CAPTURES = ("one_skill", "subagent_skill", "tool_error")
 VARIANTS = ("claude_code", "claude_code_no_request_id")
 Rows = tuple[list[dict[str, Any]], list[dict[str, Any]]]
@@ -36,17 +33,7 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rows]:
         for variant in VARIANTS:
             project = variant
             for name in CAPTURES:
-                for path in sorted((SCENARIOS / name / variant).iterdir()):
-                    if not path.name.startswith(("traces", "logs")):
-                        continue
-                    signal = otlp.TRACES if path.name.startswith("traces") else otlp.LOGS
-                    encoding = otlp.JSON if path.suffix == ".json" else otlp.PROTOBUF
-                    decoded = otlp.decode(
-                        signal, path.read_bytes(), encoding, project, otlp.Limits()
-                    )
-                    schema = SPAN_SCHEMA if signal == otlp.TRACES else EVENT_SCHEMA
-                    table = store.spans if signal == otlp.TRACES else store.events
-                    table.insert(decoded.columns.to_arrow(schema))
+                store_capture(store, project, SCENARIOS / name / variant)
             spans = store.spans.find(project, limit=10_000)
             events = store.events.find(project, limit=10_000)
             out[variant] = (spans, events)  # type: ignore[assignment]

@@ -21,7 +21,6 @@ from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from benchmarks.rebuild import raw_tables
-from skillsight.ingest import otlp
 from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.finalizer import SessionRowCache, rebuild_sessions
 from skillsight.rebuild.session import Rebuilt, rebuild_or_extend, rebuild_session
@@ -31,9 +30,8 @@ from skillsight.rebuild.trajectories._claude_code import read as read_claude_cod
 from skillsight.rebuild.trajectories._rows import unique_events, unique_spans
 from skillsight.store import EmbeddedStore
 from skillsight.store.records import SkillContract
-from skillsight.store.rows import EVENT_SCHEMA, SPAN_SCHEMA
+from tests.support.captures import SCENARIOS, store_capture
 
-SCENARIOS = Path(__file__).parent / "fixtures" / "captures" / "scenarios"
 NAMES = sorted(p.name for p in SCENARIOS.iterdir() if (p / "manifest.json").exists())
 VARIANTS = ("claude_code", "claude_code_no_request_id", "claude_code_no_tool_content")
 KEY = "5e551011-0000-4000-8000-00000000e47d"
@@ -56,26 +54,13 @@ def captured() -> dict[tuple[str, str], Rows]:
                     if not folder.is_dir():
                         continue
                     project = f"{name}.{variant}"
-                    for path in sorted(folder.iterdir()):
-                        if path.name.startswith(("traces", "logs")):
-                            _insert(store, project, path)
+                    store_capture(store, project, folder)
                     spans = store.spans.find(project, limit=10_000)
                     events = store.events.find(project, limit=10_000)
                     out[(name, variant)] = (spans, events)  # type: ignore[assignment]
         finally:
             store.close()
     return out
-
-
-def _insert(store: EmbeddedStore, project: str, path: Path) -> None:
-    signal = otlp.TRACES if path.name.startswith("traces") else otlp.LOGS
-    encoding = otlp.JSON if path.suffix == ".json" else otlp.PROTOBUF
-    decoded = otlp.decode(signal, path.read_bytes(), encoding, project, otlp.Limits())
-    assert decoded.rejected == 0, decoded.message()
-    if signal == otlp.TRACES:
-        store.spans.insert(decoded.columns.to_arrow(SPAN_SCHEMA))
-    else:
-        store.events.insert(decoded.columns.to_arrow(EVENT_SCHEMA))
 
 
 def as_prompt(rows: Rows, index: int) -> Rows:
