@@ -141,6 +141,47 @@ def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
     assert sum(len(r.activations) for r in extended[-1:]) >= len(NAMES) - 2
 
 
+def without_trace_context(rows: Rows, index: int, *, restarted: bool = False) -> Rows:
+    """What a deployment without the CLI's enhanced telemetry beta sends of the ``index``-th
+    prompt: log events alone, with no trace or span ids, numbered on from the prompt before
+    (one CLI process), or from 0 again (``restarted``, as each recorded scenario was)."""
+    events = []
+    for event in rows[1]:
+        attributes = dict(event["attributes"])
+        sequence = attributes.get("event.sequence", "")
+        if sequence.isdigit() and not restarted:
+            attributes["event.sequence"] = str(int(sequence) + index * 1_000_000)
+        events.append({**event, "trace_id": "", "span_id": "", "attributes": attributes})
+    return [], events
+
+
+def test_a_session_of_log_events_alone_is_extended_by_its_prompts(
+    captured: dict[tuple[str, str], Rows],
+) -> None:
+    """Without traces the prompts are told apart by their prompt ids: from the third on, each
+    extends the rebuild before, and each reads as the whole rebuild."""
+    prompts = [
+        without_trace_context(as_prompt(captured[(name, "claude_code")], i), i)
+        for i, name in enumerate(NAMES)
+    ]
+    extended, whole = replay(prompts)
+    assert [r.extended for r in extended] == [False, False] + [True] * (len(NAMES) - 2)
+    for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
+        assert view(got) == view(want), f"after prompt {index} ({NAMES[index]})"
+    assert extended[-1].trajectory.extra["trace_ids"] == []  # type: ignore[index]
+    assert sum(len(r.activations) for r in extended[-1:]) >= len(NAMES) - 2
+    # a CLI started again numbers its events from 0: without trace context a response could
+    # then pair with an earlier prompt's request, so such a prompt is rebuilt whole
+    restarted = [
+        without_trace_context(as_prompt(captured[(name, "claude_code")], i), i, restarted=True)
+        for i, name in enumerate(NAMES)
+    ]
+    extended, whole = replay(restarted)
+    assert not any(r.extended for r in extended)
+    for index, (got, want) in enumerate(zip(extended, whole, strict=True)):
+        assert view(got) == view(want), f"after prompt {index} ({NAMES[index]}), restarted"
+
+
 def test_rows_that_reach_back_rebuild_the_session_whole(
     captured: dict[tuple[str, str], Rows],
 ) -> None:
@@ -298,6 +339,7 @@ RULES = (
     "sequence numbers started again",
     "a call whose context has requests before",
     "a call owned by no request of its own",
+    "requests without trace context numbered again",
 )
 
 
@@ -330,6 +372,9 @@ def break_rule(rule: str, old: ReadFacts, new: ReadFacts) -> None:
             new.fallbacks.append(("", True))
         case "a call owned by no request of its own":
             new.fallbacks.append(("toolu_new_subagent", False))
+        case "requests without trace context numbered again":
+            old.keys.untraced = ((5, 0, "a"), (9, 0, "b"))
+            new.keys.untraced = ((1, 10, "c"), (3, 10, "d"))
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -449,33 +494,34 @@ def test_any_way_the_rows_arrive_the_rebuild_is_the_whole_one(
     before or after their events, rows of several prompts together, a row repeated): after
     each delivery the rebuild, extended or whole, is the rebuild of everything delivered."""
     variant = data.draw(st.sampled_from(VARIANTS))
+    untraced = data.draw(st.booleans())  # log events alone, without trace context
     names = data.draw(st.permutations(NAMES).map(lambda found: found[:6]))
-    rows = [
-        ("span", row)
-        for i, name in enumerate(names)
-        for row in as_prompt(captured[(name, variant)], i)[0]
-    ] + [
-        ("event", row)
-        for i, name in enumerate(names)
-        for row in as_prompt(captured[(name, variant)], i)[1]
-    ]
-    rows.sort(key=lambda kind_row: _time_of(kind_row[1]))  # roughly as they would arrive
+    prompts = [as_prompt(captured[(name, variant)], i) for i, name in enumerate(names)]
+    if untraced:  # one CLI process, or one started again for each prompt
+        restarted = data.draw(st.booleans())
+        prompts = [
+            without_trace_context(prompt, i, restarted=restarted)
+            for i, prompt in enumerate(prompts)
+        ]
+    rows = [("span", row, i) for i, prompt in enumerate(prompts) for row in prompt[0]]
+    rows += [("event", row, i) for i, prompt in enumerate(prompts) for row in prompt[1]]
+    rows.sort(key=lambda found: _time_of(found[1]))  # roughly as they would arrive
     # between prompts (where an extension can happen) and anywhere else
-    boundaries = [
-        i for i in range(1, len(rows)) if rows[i][1]["trace_id"] != rows[i - 1][1]["trace_id"]
-    ]
+    boundaries = [i for i in range(1, len(rows)) if rows[i][2] != rows[i - 1][2]]
+    at_boundaries = data.draw(st.lists(st.booleans(), min_size=5, max_size=5))
+    anywhere = data.draw(st.lists(st.integers(1, 10_000), max_size=8))
     cuts = sorted(
-        data.draw(st.sets(st.sampled_from(boundaries), max_size=len(boundaries)))
-        | data.draw(st.sets(st.integers(1, len(rows) - 1), max_size=8))
+        {b for b, cut in zip(boundaries, at_boundaries, strict=False) if cut}
+        | {1 + n % (len(rows) - 1) for n in anywhere}
     )
-    late = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=3))
+    late = [n % len(rows) for n in data.draw(st.lists(st.integers(0, 10_000), max_size=3))]
     deliveries: list[Rows] = []
     for start, end in zip([0, *cuts], [*cuts, len(rows)], strict=True):
         chunk = rows[start:end] + [rows[i] for i in late if i < start]  # a few rows again
         deliveries.append(
             (
-                [r for kind, r in chunk if kind == "span"],
-                [r for kind, r in chunk if kind == "event"],
+                [r for kind, r, _ in chunk if kind == "span"],
+                [r for kind, r, _ in chunk if kind == "event"],
             )
         )
     extended, whole = replay(deliveries)

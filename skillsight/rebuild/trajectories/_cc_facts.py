@@ -74,6 +74,13 @@ class ReadFacts:
             )
             and not (ours.awaiting & theirs.started)
             and not (theirs.awaiting & ours.started)  # event sequence numbers start again
+            # requests and responses without trace context share their contexts: the new
+            # ones must follow the old ones in the CLI's order (not after a restart)
+            and (
+                ours.untraced is None
+                or theirs.untraced is None
+                or ours.untraced[1] < theirs.untraced[0]
+            )
             and all(
                 context not in self.contexts and (taken or not self.contexts)
                 for context, taken in new.fallbacks
@@ -91,6 +98,10 @@ class ReadFacts:
         keys.unpaired_events = ours.unpaired_events or theirs.unpaired_events
         keys.awaiting = ours.awaiting | theirs.awaiting
         keys.started = ours.started | theirs.started
+        if ours.untraced is None or theirs.untraced is None:
+            keys.untraced = ours.untraced or theirs.untraced
+        else:
+            keys.untraced = (ours.untraced[0], theirs.untraced[1])
         return ReadFacts(
             span_traces=self.span_traces + new.span_traces,
             event_traces=self.event_traces + new.event_traces,

@@ -75,6 +75,7 @@ class RequestKeys:
         "trusted",
         "unpaired_events",
         "unpaired_spans",
+        "untraced",
     )
 
     def __init__(self) -> None:
@@ -94,6 +95,10 @@ class RequestKeys:
         """Agent contexts whose last request event has no response yet."""
         self.started: set[tuple[str, str, str]] = set()
         """Agent contexts whose first response came before any request of theirs."""
+        self.untraced: tuple[Sequenced, Sequenced] | None = None
+        """The first and last (in the CLI's event order) of the request and response events
+        without trace context: their agent contexts are one for the whole session, so rows
+        read apart pair as rows read together only when these follow one another."""
 
     def flags(self) -> RequestKeys:
         """A copy of what reaches beyond the rows, without the keys of each row."""
@@ -101,11 +106,16 @@ class RequestKeys:
         kept.named, kept.trusted = self.named, self.trusted
         kept.unpaired_spans, kept.unpaired_events = self.unpaired_spans, self.unpaired_events
         kept.awaiting, kept.started = set(self.awaiting), set(self.started)
+        kept.untraced = self.untraced
         kept.paired_without_id = self.paired_without_id
         return kept
 
 
-def _sequence(event: Event) -> tuple[int, int, str]:
+Sequenced = tuple[int, int, str]
+"""An event's place in the CLI's order: its ``event.sequence``, time and record id."""
+
+
+def _sequence(event: Event) -> Sequenced:
     text = event.attributes.get("event.sequence", "")
     return (int(text) if text.isdigit() else -1, event.time_ns, event.record_id)
 
@@ -211,7 +221,10 @@ def _pair_responses(keys: RequestKeys, events: Sequence[Event]) -> None:
     known = set(keys.event_key.values())
     last: dict[tuple[str, str, str], str | None] = {}
     # only request and response events are looked at; in their order (stable: as before)
-    for event in sorted(events, key=_sequence):
+    ordered = sorted(events, key=_sequence)
+    untraced = [_sequence(e) for e in ordered if not e.trace_id]
+    keys.untraced = (untraced[0], untraced[-1]) if untraced else None
+    for event in ordered:
         context = (event.trace_id, event.span_id, query_kind(event.attr("query_source")))
         if event.name in REQUEST_EVENTS:
             last[context] = keys.event_key[event.record_id]

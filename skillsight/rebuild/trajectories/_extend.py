@@ -63,13 +63,16 @@ def build_with_basis(
     session_id: str,
 ) -> tuple[atif.Trajectory, Basis | None]:
     """The session's trajectory (what ``build_trajectory`` returns) and, for a session of
-    Claude Code's rows alone with more than one trace (prompt), what a later :func:`extend`
-    starts from. A single trace keeps none: while its turn runs, every rebuild of it is whole
-    (its rows arrive in the same trace), and what a basis costs would be spent on each."""
+    Claude Code's rows alone with more than one prompt (traces, or prompt ids when its events
+    carry no trace context), what a later :func:`extend` starts from. A single prompt keeps
+    none: while its turn runs, every rebuild of it is whole (its rows arrive in the same
+    trace), and what a basis costs would be spent on each."""
     unique, unique_ev = unique_spans(spans), unique_events(events)
     traces = {s.trace_id for s in unique}
     traces.update(e.trace_id for e in unique_ev if e.trace_id)
-    keep = session_id and len(traces) > 1 and _claude_code_only(unique)
+    prompts = {e.prompt_id for e in unique_ev if e.prompt_id}
+    several = len(traces) > 1 or len(prompts) > 1
+    keep = session_id and several and _claude_code_only(unique)
     facts = ReadFacts() if keep else None
     draft = build_draft(unique, unique_ev, session_id=session_id, facts=facts)
     subagents: list[dict[str, Any]] = []
