@@ -484,7 +484,7 @@ def test_the_stored_text_of_a_trajectory_is_its_compact_json() -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_any_way_the_rows_arrive_the_rebuild_is_the_whole_one(
