@@ -1,13 +1,13 @@
 """What the completeness rule needs of a session's rows, tallied as they are read.
 
-:func:`skillsight.rebuild.rebuild_pass.is_complete` looks at every row of a session: every
-span's parent has arrived, and every model request its spans record has its log event. For a
-session the row cache holds and rebuilds after each prompt, that look grew with the session.
-A :class:`CompletenessTally` counts the same as rows are added (only the new ones), and answers
-when the rule's common case decides: a parent span missing (incomplete), or every request
-span's id logged by a request event, or no request events (complete). Otherwise (request ids
-missing or not matching: the pairing by context and order) it does not answer, and the rule is
-applied to all the rows.
+The completeness rule (:func:`skillsight.rebuild.rebuild_pass.is_complete`): every span's
+parent has arrived, and every model request its spans record has its log event. A
+:class:`CompletenessTally` counts what the rule needs as rows are added, and answers when the
+common case decides: a parent span missing (incomplete), or every request span's id logged by
+a request event, or no request events (complete). Otherwise (request ids missing or not
+matching) only the pairing by context and order can tell. ``is_complete`` tallies all of a
+session's rows; the row cache keeps a tally per session it holds and adds only new rows, so a
+session rebuilt after each prompt is not looked at whole each time.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from skillsight.errors import SkillsightError
+from skillsight.rebuild._completeness import CompletenessTally
 from skillsight.rebuild._gc_pause import gc_paused
 from skillsight.rebuild._row_cache import SessionRowCache
 from skillsight.rebuild.catalogue import Catalogue, CatalogueFn
@@ -62,24 +63,19 @@ def is_complete(
     events pair by ``request_id``, or, behind a gateway that sends none, by agent context and
     order (:func:`skillsight.rebuild.trajectories.requests_logged`). A session with no request
     events at all is not held back (its logs are probably not exported)."""
-    if not parents_in(spans):
-        return False
-    if not events:
-        return True
-    requests = [e for e in events if e["event_name"] in REQUEST_EVENTS]
-    if not requests:
-        return True
-    request_spans = [s for s in spans if s["name"] == REQUEST_SPAN]
-    # Every request span names a request id that an event names too: then the ids are trusted
-    # and each span pairs with its event by id (what requests_logged finds, without its rows).
-    logged = {_attributes(e).get("request_id", "") for e in requests}
-    named = [
-        _attributes(s).get("request_id", "") or _attributes(s).get("gen_ai.response.id", "")
-        for s in request_spans
-    ]
-    if all(named) and logged.issuperset(named):
-        return True
-    return requests_logged([Span(s) for s in request_spans], [Event(e) for e in requests])
+    tally = CompletenessTally()
+    for span in spans:
+        tally.add_span(span)
+    for event in events:
+        tally.add_event(event)
+    answer = tally.complete()
+    if answer is not None:
+        return answer
+    # request ids missing or not matching: pair by agent context and order
+    request_spans = [Span(s) for s in spans if s["name"] == REQUEST_SPAN]
+    return requests_logged(
+        request_spans, [Event(e) for e in events if e["event_name"] in REQUEST_EVENTS]
+    )
 
 
 def parents_in(spans: Sequence[Mapping[str, Any]]) -> bool:
@@ -102,11 +98,6 @@ def waits_for_root(spans: Sequence[Mapping[str, Any]]) -> bool:
         and (s["trace_id"], s["parent_span_id"]) not in present
         for s in spans
     )
-
-
-def _attributes(row: Mapping[str, Any]) -> Mapping[str, str]:
-    value = row.get("attributes")
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass
