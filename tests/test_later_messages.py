@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillsight.evaluators.scheduler._context import LaterMessages, later_messages
+from skillsight.evaluators.scheduler._context import LaterMessages
 from skillsight.store.records import Activation
 
 
@@ -61,7 +61,7 @@ def test_the_index_finds_what_a_scan_finds(found: list[tuple[object, ...]]) -> N
     index = LaterMessages(siblings)
     for one in siblings:
         assert index.after(one) == scanned(one, siblings)
-        assert later_messages(one, siblings) == scanned(one, siblings)
+        assert LaterMessages(siblings).after(one) == scanned(one, siblings)  # one at a time
 
 
 def test_later_turns_and_other_contexts_are_left_out() -> None:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skillsight.rebuild._completeness import CompletenessTally
 from skillsight.rebuild._finalizer_state import OVERLAP_US
@@ -79,29 +79,31 @@ class _Entry:
         """Rows read, each replacing the copy held of it (the same values read again change
         nothing)."""
         for span in spans:
-            held_span = self.spans.get(key := _span_key(span))
-            if held_span is None:
-                self.new_spans.append(span)
-                if self.tally is not None:
-                    self.tally.add_span(span)
-            elif held_span == span:
-                continue
-            else:
-                self.changed, self.tally = True, None
-            self.bytes += row_bytes(span) - (row_bytes(held_span) if held_span else 0)
-            self.spans[key] = span
+            self._put(self.spans, _span_key(span), span, self.new_spans, CompletenessTally.add_span)
         for event in events:
-            held_event = self.events.get(ekey := _event_key(event))
-            if held_event is None:
-                self.new_events.append(event)
-                if self.tally is not None:
-                    self.tally.add_event(event)
-            elif held_event == event:
-                continue
-            else:
-                self.changed, self.tally = True, None
-            self.bytes += row_bytes(event) - (row_bytes(held_event) if held_event else 0)
-            self.events[ekey] = event
+            self._put(
+                self.events, _event_key(event), event, self.new_events, CompletenessTally.add_event
+            )
+
+    def _put(
+        self,
+        held: dict[Any, Any],
+        key: Any,
+        row: Any,
+        new: list[Any],
+        tallied: Callable[[CompletenessTally, Any], None],
+    ) -> None:
+        before = held.get(key)
+        if before is None:
+            new.append(row)
+            if self.tally is not None:
+                tallied(self.tally, row)
+        elif before == row:
+            return
+        else:
+            self.changed, self.tally = True, None
+        self.bytes += row_bytes(row) - (row_bytes(before) if before else 0)
+        held[key] = row
 
 
 @dataclass

@@ -116,7 +116,7 @@ def _kept(
     same = all(before.get(k) == after.get(k) for k in ("workspace", "visible_skills", "rerun_id"))
     if not same or after.get("rerun_id") or previous.catalogue != Catalogue.of(catalogue):
         return None
-    if any(a.project_id != project_id for a in previous.activations[:1]):
+    if previous.activations and previous.activations[0].project_id != project_id:
         return None
     user_step = next(
         (s.step_id for s in reversed(previous.trajectory.steps) if s.source == "user"), None

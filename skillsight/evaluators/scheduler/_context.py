@@ -118,11 +118,6 @@ def _indexed(found: list[tuple[int, str]]) -> tuple[list[int], list[str]]:
     return [step for step, _ in found], [message for _, message in found]
 
 
-def later_messages(activation: Activation, siblings: Sequence[Activation]) -> tuple[str, ...]:
-    """:class:`LaterMessages` of one activation."""
-    return LaterMessages(siblings).after(activation)
-
-
 @dataclass(frozen=True, slots=True)
 class StoredScores:
     """What a batch's stored evaluations scored (:meth:`ContextAssembler.stored_scores`)."""

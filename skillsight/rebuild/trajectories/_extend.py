@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from skillsight.rebuild.trajectories import _claude_code, atif
@@ -80,7 +80,7 @@ def build_with_basis(
     usage = steps_usage(draft)
     subagent_totals = tuple(map(subagent_usage, subagents))
     trajectory = atif.Trajectory.model_validate(
-        assemble(draft, steps, subagents, _copy(usage), subagent_totals)
+        assemble(draft, steps, subagents, replace(usage), subagent_totals)
     )
     if facts is None or draft.source != _claude_code.SOURCE or not draft.steps:
         return trajectory, None
@@ -122,11 +122,11 @@ def extend(
 
     subagents: list[dict[str, Any]] = []
     steps = convert_steps(draft.steps, len(previous.steps) + 1, subagents)
-    usage = _copy(basis.steps_usage)
+    usage = replace(basis.steps_usage)
     for step in draft.steps:
         if step.usage is not None:
             usage.add(step.usage)
-    side = _copy(basis.side_usage)
+    side = replace(basis.side_usage)
     for call in facts.side:
         side.add(call)
     new_workspaces, new_rerun = tags_of(unique, unique_ev)
@@ -154,7 +154,7 @@ def extend(
             header,
             [*previous.steps, *steps],  # validated already: taken as they are
             [*earlier, *subagents],
-            _copy(usage),
+            replace(usage),
             subagent_totals,
         )
     )
@@ -172,10 +172,4 @@ def _retraced(sub: atif.Trajectory, trace_ids: list[str]) -> atif.Trajectory:
             "extra": {**(sub.extra or {}), "trace_ids": list(trace_ids)},
             "subagent_trajectories": nested or sub.subagent_trajectories,
         }
-    )
-
-
-def _copy(usage: Usage) -> Usage:
-    return Usage(
-        usage.prompt, usage.completion, usage.cache_read, usage.cache_creation, usage.cost_usd
     )
