@@ -36,12 +36,13 @@ JSON = {"content-type": "application/json"}
 
 
 def month_starts(count: int) -> list[int]:
-    """The 15th of each of the last ``count`` months (this one first), in ns."""
+    """The first moment of each of the last ``count`` months (this one first), in ns: never
+    ahead of the clock (the 15th of this month was, on its first fortnight)."""
     now = datetime.now(UTC)
     year, month = now.year, now.month
     out = []
     for _ in range(count):
-        out.append(int(datetime(year, month, 15, tzinfo=UTC).timestamp()) * 1_000_000_000)
+        out.append(int(datetime(year, month, 1, tzinfo=UTC).timestamp()) * 1_000_000_000)
         year, month = (year, month - 1) if month > 1 else (year - 1, 12)
     return out
 
