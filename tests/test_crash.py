@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -215,9 +216,13 @@ def test_kill_9_twice_loses_no_acknowledged_span(tmp_path: Path) -> None:
     assert len(replays) == 2, "".join(server.output[-60:])  # both restarts found work to redo
     assert stats["rows"] >= SPANS  # replays of requests committed just before a kill: merged away
     assert len(sample) == PER_REQUEST == len({s["span_id"] for s in sample})  # read once each
+    # the fast path's and the inserts' scratch folders (skillsight-<kind>-<pid>-…), on tmpfs
+    # or in the temporary folder: the restarted server swept the killed ones'
     leftover = [
         path
-        for path in Path("/dev/shm").glob("skillsight-fastpath-*")
+        for parent in (Path("/dev/shm"), Path(tempfile.gettempdir()))
+        for kind in ("fastpath", "insert")
+        for path in parent.glob(f"skillsight-{kind}-*")
         if path.name.split("-")[2] in {str(pid) for pid in killed}
     ]
     assert not leftover, f"scratch folders of killed servers left behind: {leftover}"

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skillsight.errors import StoreError
 from skillsight.store import EmbeddedStore, store_condition
+from skillsight.store._scratch import scratch_dir
 from skillsight.store.fastpath._schema import envelope
 from skillsight.store.fastpath._statement import (
     UNSUPPORTED,
@@ -44,48 +43,6 @@ INSERT_SETTINGS: Mapping[str, Any] = {
 }
 
 
-# tmpfs, when it has room for a few batches: each file lives for one statement and need never
-# reach a disk. Containers often give /dev/shm only 64 MiB, less than one large batch.
-_SHM = Path("/dev/shm")
-_SHM_ROOM = 1 << 30
-_PREFIX = "skillsight-fastpath-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
-
-
-def _sweep(parent: Path) -> None:
-    """Remove scratch folders of processes that died without removing theirs (``kill -9``).
-
-    A folder's name carries its process id; a folder whose process is gone is nobody's.
-    """
-    try:
-        entries = list(parent.glob(f"{_PREFIX}*"))
-    except OSError:
-        return
-    for entry in entries:
-        pid = entry.name[len(_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _scratch_dir(parent: Path | None) -> Path:
-    if parent is None and _SHM.is_dir() and os.access(_SHM, os.W_OK):
-        room = os.statvfs(_SHM)
-        if room.f_bavail * room.f_frsize >= _SHM_ROOM:
-            parent = _SHM
-    parent = parent or Path(tempfile.gettempdir())
-    _sweep(parent)
-    return Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=parent))
-
-
 class FastTraceWriter:
     """Inserts batches of ``(project_id, ExportTraceServiceRequest bytes)`` into ``spans``.
 
@@ -108,7 +65,7 @@ class FastTraceWriter:
         self.limits = limits
         self.insert_settings = {**INSERT_SETTINGS, **(insert_settings or {})}
         self._columns, self._projection = span_projection()
-        self._dir = _scratch_dir(spool_dir)
+        self._dir = scratch_dir("fastpath", spool_dir)
         self._names = itertools.count()
 
     def close(self) -> None:
