@@ -32,7 +32,7 @@ test: $(STAMP)
 
 ## make bench: every benchmark behind `skillsight bench`, each against its DESIGN.md target:
 ## ingest (with durable acknowledgements, next to the rate before them), decoder fuzzing,
-## instrumentation overhead, rebuild, deterministic evaluation, trace-to-scores latency,
+## instrumentation overhead, rebuild, deterministic evaluation, the embedded store's writes, trace-to-scores latency,
 ## LLM judges (with the scheduler's overhead), scorecard queries over 10M activations (the
 ## generated store is kept in .skillsight/bench-scorecard and reused), scale-out (activations
 ## evaluated per second with 1, 2 and 3 worker processes on one store), clustering (embeddings,
@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks overhead
 	$(PY) -m benchmarks rebuild
 	$(PY) -m benchmarks eval
+	$(PY) -m benchmarks inserts
 	$(PY) -m benchmarks eval-latency
 	$(PY) -m benchmarks judges
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from skillsight.errors import SkillsightError
 
@@ -297,6 +298,40 @@ def bench_eval(
             )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
+@app.command("inserts")
+def bench_inserts(
+    rounds: Annotated[
+        int, typer.Option("--rounds", help="Writes of each workload, each way (2 to 200).")
+    ] = 30,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Measure the embedded store's writes with each batch spooled to a file ClickHouse reads,
+    and through chdb's Python() table function (the way when no file can be written),
+    alternated in one process: CPU ms per write of a scheduler's hand-over, one session's
+    rebuild, a pass of 200 sessions and 5,000 decoded spans.
+
+    Example: skillsight bench inserts --rounds 30
+    """
+    from benchmarks.inserts import run_insert_bench
+
+    try:
+        report = run_insert_bench(rounds=rounds)
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    table = Table(title=f"embedded store writes, CPU ms (median of {report['rounds']} each)")
+    for column in ("write", "spooled file", "Python()", "ratio"):
+        table.add_column(column, justify="left" if column == "write" else "right")
+    for name, row in report["writes"].items():
+        table.add_row(
+            name, f"{row['file_ms']:.1f}", f"{row['python_ms']:.1f}", f"{row['ratio']:.2f}"
+        )
+    console.print(table)
     if as_json:
         print(json.dumps(report, indent=2))
 
