@@ -141,8 +141,8 @@ class EmbeddedStore(LockedStore):
     ) -> None:
         """The batch goes to ClickHouse as an Arrow stream in a scratch file, read by ``file()``
         with ``structure`` (as the server transport's ``input()`` reads it), in one block. A
-        small insert costs about a third less CPU than through chdb's ``Python()`` table
-        function (docs/performance.md); that stays the way when no file can be written."""
+        small insert costs less CPU this way than through chdb's ``Python()`` table function
+        (docs/performance.md), which stays the way when no file can be written."""
         path = self._spool(data)
         if path is None:
             source = "Python(batch)"
@@ -180,10 +180,8 @@ class EmbeddedStore(LockedStore):
             path.unlink(missing_ok=True)
             with self._lock:
                 self._unspooled(exc)
-                # made again when next tried: a cleaner may have removed it
-                if self._scratch is not None:
-                    shutil.rmtree(self._scratch, ignore_errors=True)
-                    self._scratch = None
+                if self._scratch is not None and not self._scratch.is_dir():
+                    self._scratch = None  # a cleaner removed it: made again when next tried
             return None
         return path
 
