@@ -140,34 +140,54 @@ def trajectory_json(trajectory: BaseModel) -> str:
     return trajectory.model_dump_json(exclude_none=True)
 
 
+def record_json(activation: Activation, project_id: str, stamp: int, settled: bool) -> str:
+    """The record as stored: the activation under ``project_id``, stamped with its rebuild.
+    What ``model_copy(update={"project_id": …, "rebuilt_at": …, "settled": …})`` then
+    ``model_dump_json()`` write, made from the activation's text less its stamps (kept on it,
+    so an activation a session's next rebuild keeps is not written out again): the stamps
+    go around ``rerun_id``, the record's last field but ``settled``."""
+    if activation.project_id == project_id:
+        text = activation.stampless_json()
+        cut = text.rfind(_RERUN_ID_KEY)
+        if cut > 0 and text.endswith("}"):
+            return (
+                f'{text[:cut]},"rebuilt_at":"{stamp_iso(stamp)}"{text[cut:-1]},'
+                f'"settled":{"true" if settled else "false"}}}'
+            )
+    # The record is stored under the project it was written for, whatever the algorithm set.
+    record = activation.model_copy(
+        update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp), "settled": settled}
+    )
+    return record.model_dump_json()
+
+
+_RERUN_ID_KEY = ',"rerun_id":'
+
+
 def _activation_values(
     project_id: str, item: Activation, stamp: int, settled: bool
 ) -> dict[str, Any]:
-    # The record is stored under the project it was written for, whatever the algorithm set.
-    record = item.model_copy(
-        update={"project_id": project_id, "rebuilt_at": stamp_iso(stamp), "settled": settled}
-    )
     return {
         "project_id": project_id,
-        "activation_id": record.activation_id,
-        "session_id": record.session_id,
-        "trace_id": record.trace_id,
-        "skill_name": record.skill_name,
-        "skill_version": record.skill_version,
-        "trigger": record.trigger,
-        "started_at": record.started_at,
-        "ended_at": record.ended_at,
-        "duration_ms": float(record.duration_ms),
-        "agent": record.agent,
-        "outcome": record.outcome,
-        "tool_call_count": len(record.tool_calls),
-        "input_tokens": record.tokens.input,
-        "output_tokens": record.tokens.output,
-        "cache_read_tokens": record.tokens.cache_read,
-        "cache_creation_tokens": record.tokens.cache_creation,
-        "cost_usd": float(record.cost_usd),
-        "record": record.model_dump_json(),
-        "rerun_id": record.rerun_id,
+        "activation_id": item.activation_id,
+        "session_id": item.session_id,
+        "trace_id": item.trace_id,
+        "skill_name": item.skill_name,
+        "skill_version": item.skill_version,
+        "trigger": item.trigger,
+        "started_at": item.started_at,
+        "ended_at": item.ended_at,
+        "duration_ms": float(item.duration_ms),
+        "agent": item.agent,
+        "outcome": item.outcome,
+        "tool_call_count": len(item.tool_calls),
+        "input_tokens": item.tokens.input,
+        "output_tokens": item.tokens.output,
+        "cache_read_tokens": item.tokens.cache_read,
+        "cache_creation_tokens": item.tokens.cache_creation,
+        "cost_usd": float(item.cost_usd),
+        "record": record_json(item, project_id, stamp, settled),
+        "rerun_id": item.rerun_id,
         "rebuilt_at": stamp,
     }
 

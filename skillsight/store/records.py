@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 Trigger = Literal["skill_tool", "read_skill_md", "load_skill_tool", "span", "event", "subagent"]
 Outcome = Literal["completed", "error", "interrupted"]
@@ -91,6 +92,10 @@ class SkillContract(BaseModel):
         """Whether ``allowed_tools = None`` means "declares none" (a catalogued SKILL.md, or
         telemetry that reported it) rather than "not reported"."""
         return self.catalogued or "allowed_tools" in self.reported
+
+
+# The fields a record's kept text leaves out (its rebuild's), which a copy may change.
+_STAMPS = frozenset({"rebuilt_at", "settled"})
 
 
 class Activation(BaseModel):
@@ -181,10 +186,59 @@ class Activation(BaseModel):
         "settles",
     )
 
+    # What stampless_json and content_digest made, kept: a session rebuilt after each of its
+    # prompts keeps its earlier activations (the same objects), and each rebuild writes them
+    # and hands them to the scheduler, whose digest reads the same text. A record is a value: a
+    # changed one is a copy (model_copy); a copy that changes more than the rebuild's stamps,
+    # or a field assigned, starts without them.
+    # (Read through the private dict: pydantic's attribute lookup of a private name costs
+    # about 2 µs.)
+    _stampless: str | None = PrivateAttr(default=None)
+    _digest: str | None = PrivateAttr(default=None)
+
+    def stampless_json(self) -> str:
+        """The record as JSON less when it was rebuilt (``rebuilt_at``, ``settled``): what
+        ``model_dump_json(exclude={"rebuilt_at", "settled"})`` writes, made once."""
+        kept: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        text: str | None = kept["_stampless"]
+        if text is None:
+            text = kept["_stampless"] = self.model_dump_json(exclude={"rebuilt_at", "settled"})
+        return text
+
     def content_digest(self) -> str:
         """A digest of what the record says, less when it was rebuilt (``rebuilt_at``,
         ``settled``): equal for two rebuilds that found the same activation, so its stored
         verdicts still stand (the scheduler does not score it again, the API does not call
         them stale)."""
-        text = self.model_dump_json(exclude={"rebuilt_at", "settled"})
-        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+        kept: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        digest: str | None = kept["_digest"]
+        if digest is None:
+            text = self.stampless_json().encode()
+            digest = kept["_digest"] = hashlib.blake2b(text, digest_size=16).hexdigest()
+        return digest
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Activation:
+        copy = super().model_copy(update=update, deep=deep)
+        if update and not _STAMPS.issuperset(update):
+            copy._forget()  # a stamped copy (the finalizer's hand-over) says the same
+        return copy
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in Activation.model_fields and name not in _STAMPS:
+            self._forget()
+
+    def _forget(self) -> None:
+        kept: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
+        kept["_stampless"] = kept["_digest"] = None
+
+    def __eq__(self, other: object) -> bool:
+        # the kept text is not part of what a record says (pydantic compares private
+        # attributes too)
+        if not isinstance(other, Activation):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as every pydantic model
