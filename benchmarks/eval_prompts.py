@@ -2,7 +2,9 @@
 each prompt's rebuild, as Claude Code's one trace per prompt makes the finalizer do.
 
 Each hand-over holds every activation of the session so far (the earlier ones with a newer
-rebuild stamp and nothing else changed, the new prompt's new). The scheduler scores what it must
+rebuild stamp and nothing else changed, the new prompt's new), as stamped copies of the same
+objects carrying their digests, as the finalizer hands them over (its pass makes the digests,
+outside what this measures). The scheduler scores what it must
 and writes it to a fresh embedded store; the replay runs twice, once as the scheduler runs (an
 activation whose inputs are those its stored rows scored keeps them) and once with that off (the
 scheduler before it: everything scored and written again), and reports the rows written and the
@@ -75,6 +77,11 @@ def _replay(
                     cpu = 0.0
                     for prompt in range(1, prompts + 1):
                         stamp = f"2026-01-01T00:00:{prompt:02d}.000000Z"
+                        # as the finalizer hands them over: stamped copies of the rebuild's
+                        # own objects, whose digests its pass made (and which the session's
+                        # next rebuild keeps)
+                        for a in session[(prompt - 1) * per_prompt : prompt * per_prompt]:
+                            a.content_digest()
                         handed = [
                             a.model_copy(update={"rebuilt_at": stamp})
                             for a in session[: prompt * per_prompt]

@@ -345,20 +345,27 @@ class Finalizer:
         started = time.perf_counter()
 
         def run() -> list[tuple[list[Outcome], list[int]]]:
+            done = rebuild_sessions(
+                self.store,
+                batch,
+                rebuild=self._rebuild,  # None: skillsight's, extending held sessions
+                catalogue=self.catalogue,
+                require_complete=waiting | throttled,
+                provisional=policy.provisional,
+                hold_below=policy.growing,
+                held=held,
+                cache=self.rows,
+            )
+            if self._subscribers:
+                # The scheduler's digest of each activation handed over, made here, off the
+                # event loop, on the rebuild's own objects: the stamped copies handed over
+                # carry it, and so do the activations the session's next rebuild keeps.
+                for outcome in done[0]:
+                    if outcome.rebuilt is not None and outcome.settled:
+                        for activation in outcome.rebuilt.activations:
+                            activation.content_digest()
             # in a list emptied below: the executor's future keeps what the call returns
-            return [
-                rebuild_sessions(
-                    self.store,
-                    batch,
-                    rebuild=self._rebuild,  # None: skillsight's, extending held sessions
-                    catalogue=self.catalogue,
-                    require_complete=waiting | throttled,
-                    provisional=policy.provisional,
-                    hold_below=policy.growing,
-                    held=held,
-                    cache=self.rows,
-                )
-            ]
+            return [done]
 
         try:
             outcomes, stamps = (await asyncio.to_thread(run)).pop()
