@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass
 
 from skillsight.errors import MigrationError
+from skillsight.store._sql import string_literal
 
 # Where the session of a span or log record is: its session id, else its trace id (the key
 # the finalizer rebuilds by).
@@ -132,7 +133,7 @@ class ClusterSchema:
         return (
             f"CREATE TABLE IF NOT EXISTS {self.table('schema_migrations')} {self._on()} "
             "(version UInt32, name String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) "
-            f"ENGINE = ReplicatedReplacingMergeTree({_string(MIGRATIONS_KEEPER_PATH)}, "
+            f"ENGINE = ReplicatedReplacingMergeTree({string_literal(MIGRATIONS_KEEPER_PATH)}, "
             "'{replica}') ORDER BY version"
         )
 
@@ -164,7 +165,7 @@ class ClusterSchema:
                 f"table {name!r} has no sharding key for the cluster schema: add one to "
                 "SHARDING_KEYS in skillsight/store/_cluster_ddl.py (what its deduplication needs)"
             )
-        replicated = [_string(KEEPER_PATH), "'{replica}'"]
+        replicated = [string_literal(KEEPER_PATH), "'{replica}'"]
         if args and args.strip():
             replicated.append(args.strip())
         local = (
@@ -173,8 +174,8 @@ class ClusterSchema:
         )
         distributed = (
             f"CREATE TABLE IF NOT EXISTS {self.table(name)} {self._on()} AS {self.local(name)}\n"
-            f"ENGINE = Distributed({_string(self.cluster)}, {_string(self.database)}, "
-            f"{_string(name + LOCAL_SUFFIX)}, {sharding})"
+            f"ENGINE = Distributed({string_literal(self.cluster)}, "
+            f"{string_literal(self.database)}, {string_literal(name + LOCAL_SUFFIX)}, {sharding})"
         )
         return [local, distributed]
 
@@ -189,7 +190,3 @@ class ClusterSchema:
 
 def _identifier(name: str) -> str:
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
-
-
-def _string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from skillsight.errors import StoreError
 from skillsight.store._scratch import scratch_dir
-from skillsight.store._sql import READ_SETTINGS, parse_rows
+from skillsight.store._sql import READ_SETTINGS, parse_rows, string_literal
 from skillsight.store._store import LockedStore
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,6 @@ def _param(value: Any) -> str:
 
 def _params(params: Mapping[str, Any] | None) -> dict[str, str] | None:
     return {k: _param(v) for k, v in params.items()} if params else None
-
-
-def _literal(text: str) -> str:
-    """A ClickHouse string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _settings_clause(settings: Mapping[str, Any]) -> str:
@@ -89,6 +84,10 @@ class EmbeddedStore(LockedStore):
         self._scratch: Path | None = None
         self._names = itertools.count()
         self._spool_again_at = 0.0 if spool else math.inf
+        self.inserts_spooled = 0
+        """Inserts whose batch ClickHouse read from a scratch file."""
+        self.inserts_unspooled = 0
+        """Inserts that went through ``Python()`` (no file could be written, or ``spool=False``)."""
         try:
             self._conn = chdb.connect(str(data_dir))  # type: ignore[no-untyped-call]
         except Exception as exc:
@@ -149,7 +148,9 @@ class EmbeddedStore(LockedStore):
             # chdb's Python() table function finds the Arrow table by its local name here
             batch = data  # noqa: F841 - read by name inside the SQL below
         else:
-            source = f"file({_literal(str(path))}, 'ArrowStream', {_literal(structure)})"
+            source = (
+                f"file({string_literal(str(path))}, 'ArrowStream', {string_literal(structure)})"
+            )
         sql = (
             f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} FROM {source}"
             f"{_INSERT_CLAUSE}"
@@ -160,6 +161,10 @@ class EmbeddedStore(LockedStore):
                     self._conn.query(sql)
                 except Exception as exc:
                     raise StoreError(f"insert into {table} failed: {str(exc)[:2000]}") from exc
+                if path is None:
+                    self.inserts_unspooled += 1
+                else:
+                    self.inserts_spooled += 1
         finally:
             if path is not None:
                 path.unlink(missing_ok=True)

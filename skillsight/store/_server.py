@@ -15,7 +15,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 from skillsight.errors import ConfigError, StoreError
 from skillsight.store import _migrations
 from skillsight.store._cluster_ddl import ClusterSchema
-from skillsight.store._sql import READ_SETTINGS, parse_rows
+from skillsight.store._sql import READ_SETTINGS, parse_rows, string_literal
 from skillsight.store._store import Store
 
 # URL scheme -> TLS.
@@ -132,11 +132,6 @@ def _identifier(name: str) -> str:
     return f"`{escaped}`"
 
 
-def _string(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{escaped}'"
-
-
 def _arrow_stream(data: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as writer:
@@ -231,7 +226,7 @@ class ServerStore(Store):
         # server in the same statement that writes the rows.
         sql = (
             f"INSERT INTO {table} ({', '.join(columns)}) SELECT {select} "
-            f"FROM input({_string(structure)}) FORMAT {_BATCH_FORMAT}"
+            f"FROM input({string_literal(structure)}) FORMAT {_BATCH_FORMAT}"
         )
         body = _arrow_stream(data)
         with _translated(f"insert into {table} failed"):

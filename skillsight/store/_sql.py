@@ -23,6 +23,12 @@ READ_SETTINGS: Mapping[str, Any] = {
 }
 
 
+def string_literal(text: str) -> str:
+    """``text`` as a ClickHouse string literal."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{escaped}'"
+
+
 def parse_rows(raw: bytes, *, array: bool = True) -> list[dict[str, Any]]:
     """ClickHouse's JSON answer as rows: one JSON array (``output_format_json_array_of_rows``),
     or JSONEachRow lines when not ``array``. orjson parses it (a rebuild's rows in 60% of the
