@@ -4,11 +4,11 @@ each prompt's rebuild, as Claude Code's one trace per prompt makes the finalizer
 Each hand-over holds every activation of the session so far (the earlier ones with a newer
 rebuild stamp and nothing else changed, the new prompt's new), as stamped copies of the same
 objects carrying their digests, as the finalizer hands them over (its pass makes the digests,
-outside what this measures). The scheduler scores what it must
-and writes it to a fresh embedded store; the replay runs twice, once as the scheduler runs (an
-activation whose inputs are those its stored rows scored keeps them) and once with that off (the
-scheduler before it: everything scored and written again), and reports the rows written and the
-CPU of the hand-overs.
+outside what this measures). The scheduler scores what it must and writes it to a fresh
+embedded store; the replay runs twice, once as the scheduler runs (an activation whose inputs
+are those its stored rows scored keeps them) and once with that off (the scheduler before it:
+everything scored and written again), and reports the rows written and the CPU of the
+hand-overs.
 """
 
 from __future__ import annotations

@@ -118,7 +118,9 @@ def run_insert_bench(
                     "python_ms": round(python_ms, 2),
                     "ratio": round(file_ms / python_ms, 3),
                 }
-            assert spooled.scratch_folder is not None and unspooled.scratch_folder is None
+            # each store wrote its own way only
+            assert spooled.inserts_unspooled == 0 and unspooled.inserts_spooled == 0
+            assert spooled.inserts_spooled > 0 and unspooled.inserts_unspooled > 0
             (stored,) = spooled.query("SELECT count() AS n FROM evaluations FINAL")
             report["evaluation_rows"] = int(stored["n"])
         finally:

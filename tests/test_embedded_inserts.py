@@ -80,14 +80,16 @@ def _tables(store: EmbeddedStore) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _stored(folder: Path, scratch: Path | None) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+def _stored(
+    folder: Path, scratch: Path | None
+) -> tuple[dict[str, list[dict[str, Any]]], tuple[int, int]]:
     """The tables after the workload on a store in ``folder`` (chdb opens one folder per
-    process at a time), and whether its inserts spooled to files."""
+    process at a time), and how many of its inserts spooled to files and how many did not."""
     store = EmbeddedStore(folder, scratch=scratch)
     try:
         store.migrate()
         _workload(store)
-        return _tables(store), store.scratch_folder is not None
+        return _tables(store), (store.inserts_spooled, store.inserts_unspooled)
     finally:
         store.close()
 
@@ -99,7 +101,9 @@ def test_every_table_holds_the_same_rows_through_a_file_as_through_python(
     # a scratch parent that cannot hold a folder (a file): every insert goes through Python()
     (tmp_path / "a-file").write_text("")
     through_python, unspooled = _stored(tmp_path / "unspooled", tmp_path / "a-file")
-    assert spooled and not unspooled
+    # every insert of the workload went the one way or the other
+    assert spooled[0] >= 10 and spooled[1] == 0
+    assert unspooled == (0, spooled[0])
     written = {t for t, rows in through_files.items() if rows}
     # the workload reaches the tables of ingest, rebuilds, evaluations and read models
     assert {
@@ -124,6 +128,7 @@ def test_inserts_leave_no_file_and_closing_removes_the_scratch_folder(tmp_path: 
     layout = ("id", "n")
     store.execute("CREATE TABLE t (id String, n UInt8) ENGINE = MergeTree ORDER BY id")
     store.insert_select("t", layout, "id, toUInt8(n)", batch, "id String, n Int64")
+    assert (store.inserts_spooled, store.inserts_unspooled) == (1, 0)
     folder = store.scratch_folder
     assert folder is not None and folder.parent == tmp_path / "scratch"
     assert folder.name.startswith(f"skillsight-insert-{os.getpid()}-")
@@ -171,6 +176,7 @@ def test_a_scratch_folder_removed_under_the_store_loses_no_insert(tmp_path: Path
     shutil.rmtree(folder)
     store.insert_select("t", ("id",), "id", pa.table({"id": ["a", "b"]}), "id String")
     assert store.scratch_folder is None
+    assert (store.inserts_spooled, store.inserts_unspooled) == (0, 1)
     store.insert_select("t", ("id",), "id", pa.table({"id": ["c"]}), "id String")
     assert store.query("SELECT id FROM t ORDER BY id") == [{"id": "a"}, {"id": "b"}, {"id": "c"}]
     store.close()
@@ -182,5 +188,6 @@ def test_a_store_told_not_to_spool_makes_no_folder(tmp_path: Path) -> None:
     store.execute("CREATE TABLE t (id String) ENGINE = MergeTree ORDER BY id")
     store.insert_select("t", ("id",), "id", pa.table({"id": ["a"]}), "id String")
     assert store.scratch_folder is None and not (tmp_path / "scratch").exists()
+    assert (store.inserts_spooled, store.inserts_unspooled) == (0, 1)
     assert store.query("SELECT id FROM t") == [{"id": "a"}]
     store.close()

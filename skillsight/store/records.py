@@ -202,7 +202,7 @@ class Activation(BaseModel):
         kept: dict[str, Any] = self.__pydantic_private__  # type: ignore[assignment]
         text: str | None = kept["_stampless"]
         if text is None:
-            text = kept["_stampless"] = self.model_dump_json(exclude={"rebuilt_at", "settled"})
+            text = kept["_stampless"] = self.model_dump_json(exclude=set(_STAMPS))
         return text
 
     def content_digest(self) -> str:
