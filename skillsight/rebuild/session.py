@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillsight.rebuild.activations.extract import extract_activations
+from skillsight.rebuild.activations._timeline import Timeline
+from skillsight.rebuild.activations.extract import extract
 from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.trajectories import Basis, atif, build_with_basis, extend
 from skillsight.rebuild.trajectories.build import build_trajectory
@@ -33,6 +34,9 @@ class Rebuilt:
     """The catalogue the activations were joined to (kept with a basis)."""
     extended: bool = False
     """This rebuild extended the previous one (its steps are kept, the new ones appended)."""
+    timeline: Timeline | None = None
+    """The main agent context's items and starts (kept with a basis): the next extension's
+    extraction reads only its new steps'."""
 
 
 def rebuild_session(
@@ -79,7 +83,15 @@ def rebuild_or_extend(
         if extended is not None:
             trajectory, basis = extended
             kept = _kept(previous, trajectory, project_id, catalogue)
-            return _rebuilt(trajectory, basis, project_id, catalogue, kept=kept, extended=True)
+            return _rebuilt(
+                trajectory,
+                basis,
+                project_id,
+                catalogue,
+                kept=kept,
+                timeline=previous.timeline,
+                extended=True,
+            )
     return _rebuilt(*build_with_basis(spans, events, session_id=session_id), project_id, catalogue)
 
 
@@ -90,16 +102,25 @@ def _rebuilt(
     catalogue: Catalogue | Mapping[str, SkillContract] | None,
     *,
     kept: tuple[list[Activation], int] | None = None,
+    timeline: Timeline | None = None,
     extended: bool = False,
 ) -> Rebuilt:
-    activations = extract_activations(
-        trajectory, project_id=project_id, catalogue=catalogue, kept=kept
+    activations, made = extract(
+        trajectory, project_id=project_id, catalogue=catalogue, kept=kept, timeline=timeline
     )
     rerun = str((trajectory.extra or {}).get("rerun_id") or "")
     if rerun:  # a paired rerun's session: stored and scored, kept out of production read models
         activations = [a.model_copy(update={"rerun_id": rerun}) for a in activations]
     joined = Catalogue.of(catalogue) if basis is not None else None
-    return Rebuilt(trajectory.session_id or "", trajectory, activations, basis, joined, extended)
+    return Rebuilt(
+        trajectory.session_id or "",
+        trajectory,
+        activations,
+        basis,
+        joined,
+        extended,
+        made if basis is not None else None,
+    )
 
 
 def _kept(

@@ -13,11 +13,11 @@ from skillsight.store.records import Activation, iso
 
 
 def inferred_activations(
-    context: Context, items: list[Item], starts: dict[int, Start], *, build_from: int = 0
+    context: Context, items: list[Item], starts: Mapping[int, Start], *, build_from: int = 0
 ) -> list[Activation]:
     """The activations ``starts`` open, bounded by what follows each; only those that start at
-    ``items[build_from]`` or later are built (the caller holds the ones before, which a user
-    message there closed)."""
+    ``items[build_from]`` or later are built: that item is a user message, which closes every
+    activation before it (the caller holds those), so the items are walked from there."""
     done: list[Extent] = []
     stack: list[Extent] = []
 
@@ -37,10 +37,11 @@ def inferred_activations(
 
     explicit_members = {
         index
-        for index, item in enumerate(items)
-        if item.call is not None and (item.call.extra or {}).get("activation_span_id")
+        for index in range(build_from, len(items))
+        if (call := items[index].call) is not None and (call.extra or {}).get("activation_span_id")
     }
-    for index, item in enumerate(items):
+    for index in range(build_from, len(items)):
+        item = items[index]
         start = starts.get(index)
         if start is not None:
             if start.nested and stack:
@@ -66,7 +67,6 @@ def inferred_activations(
                 current.calls.append(item)
                 current.last_index = index
     close(0, "end")
-    done = [extent for extent in done if extent.start.index >= build_from]
     done.sort(key=lambda o: o.start.index)
     ids: dict[int, str] = {}
     out: list[Activation] = []

@@ -3,6 +3,7 @@ skill events), and which of them start a skill activation."""
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ TOOL_TRIGGERS = ("skill_tool", "read_skill_md", "load_skill_tool")
 LOAD_SKILL_TOOLS = frozenset({"load_skill", "loadSkill", "LoadSkill"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Item:
     """One thing in an agent context, in order: a user message, an agent message (before its
     step's calls), a tool call with its result, or a Claude Code event placed by its time."""
@@ -69,20 +70,7 @@ class Extent:
 def items_of(trajectory: atif.Trajectory) -> list[Item]:
     items: list[Item] = []
     for step in trajectory.steps:
-        if step.source == "user":
-            items.append(Item("user", step, time=step.timestamp or ""))
-            continue
-        if step.source != "agent":
-            continue
-        logged = (step.extra or {}).get("message_logged", True)
-        if step.message or not logged or not step.tool_calls:
-            items.append(Item("message", step, time=step.timestamp or ""))
-        results = {
-            r.source_call_id: r for r in (step.observation.results if step.observation else ())
-        }
-        for call in step.tool_calls or ():
-            started = str((call.extra or {}).get("started_at", step.timestamp or ""))
-            items.append(Item("call", step, call, results.get(call.tool_call_id), time=started))
+        _add_items(step, items)
     loose = (trajectory.extra or {}).get("skill_events", [])
     for event in sorted(loose, key=lambda e: int(e.get("time_ns", 0))):
         when = iso(int(event.get("time_ns", 0)))
@@ -94,6 +82,84 @@ def items_of(trajectory: atif.Trajectory) -> list[Item]:
     for index, item in enumerate(items):
         item.index = index
     return items
+
+
+def _add_items(step: atif.Step, items: list[Item]) -> None:
+    """The items of one step (each step's are its own: its message, then its calls)."""
+    if step.source == "user":
+        items.append(Item("user", step, time=step.timestamp or ""))
+        return
+    if step.source != "agent":
+        return
+    logged = (step.extra or {}).get("message_logged", True)
+    if step.message or not logged or not step.tool_calls:
+        items.append(Item("message", step, time=step.timestamp or ""))
+    results = {r.source_call_id: r for r in (step.observation.results if step.observation else ())}
+    for call in step.tool_calls or ():
+        started = str((call.extra or {}).get("started_at", step.timestamp or ""))
+        items.append(Item("call", step, call, results.get(call.tool_call_id), time=started))
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """An agent context's items, the starts among them and the calls that delegated to a
+    subagent, as one extraction derived them from ``steps``. An extraction of the same steps
+    followed by more (a session extended by new prompts) extends it rather than deriving them
+    all again (:func:`timeline_of`); Items and Starts are not changed once made."""
+
+    steps: tuple[atif.Step, ...]
+    items: list[Item]
+    starts: Mapping[int, Start]
+    delegations: tuple[int, ...]
+    """Indices of the call items whose result refers to a subagent trajectory."""
+    extendable: bool
+    """Derived without loose skill events or activation spans (whose places depend on every
+    item), so that each step's items, and the starts among them, are the step's own."""
+
+
+def timeline_of(
+    trajectory: atif.Trajectory,
+    spans: Mapping[str, Mapping[str, Any]],
+    previous: Timeline | None = None,
+) -> Timeline:
+    """The context's timeline; ``previous``'s items and starts are taken as they are when its
+    steps are this trajectory's first ones (the same step objects) and neither timeline has
+    loose skill events or activation spans, and only the steps after them are read."""
+    steps = tuple(trajectory.steps)
+    loose = bool((trajectory.extra or {}).get("skill_events"))
+    extendable = not loose and not spans
+    count = len(previous.steps) if previous is not None else 0
+    if (
+        previous is None
+        or not extendable
+        or not previous.extendable
+        or count > len(steps)
+        or not all(map(operator.is_, previous.steps, steps[:count]))
+    ):
+        items = items_of(trajectory)
+        return Timeline(
+            steps, items, find_starts(items, spans), _delegations(items, 0), extendable
+        )
+    items = list(previous.items)
+    first = len(items)
+    for step in steps[count:]:
+        _add_items(step, items)
+    for index in range(first, len(items)):
+        items[index].index = index
+    starts = dict(previous.starts)
+    starts.update(find_starts(items, spans, first))
+    return Timeline(
+        steps, items, starts, previous.delegations + _delegations(items, first), extendable
+    )
+
+
+def _delegations(items: list[Item], first: int) -> tuple[int, ...]:
+    found: list[int] = []
+    for index in range(first, len(items)):
+        result = items[index].result
+        if items[index].call is not None and result is not None and result.subagent_trajectory_ref:
+            found.append(index)
+    return tuple(found)
 
 
 def _arg(call: atif.ToolCall, *keys: str) -> str:
@@ -119,9 +185,13 @@ def start_of(call: atif.ToolCall) -> tuple[str, Trigger] | None:
     return None
 
 
-def find_starts(items: list[Item], spans: Mapping[str, Mapping[str, Any]]) -> dict[int, Start]:
+def find_starts(
+    items: list[Item], spans: Mapping[str, Mapping[str, Any]], first: int = 0
+) -> dict[int, Start]:
+    """The items (from ``items[first]`` on) that start an activation, by index."""
     starts: dict[int, Start] = {}
-    for index, item in enumerate(items):
+    for index in range(first, len(items)):
+        item = items[index]
         if item.kind == "event" and item.event is not None:
             skill = str(item.event.get("skill_name", ""))
             starts[index] = Start(skill, "event", item, index)

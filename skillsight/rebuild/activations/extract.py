@@ -17,6 +17,7 @@ context (the main agent, each subagent run):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from skillsight.rebuild.activations._bounds import explicit_activations, inferred_activations
 from skillsight.rebuild.activations._record import (
@@ -25,7 +26,14 @@ from skillsight.rebuild.activations._record import (
     request_before,
     visible_skills,
 )
-from skillsight.rebuild.activations._timeline import Extent, Item, Start, find_starts, items_of
+from skillsight.rebuild.activations._timeline import (
+    Extent,
+    Item,
+    Start,
+    Timeline,
+    items_of,
+    timeline_of,
+)
 from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.trajectories import atif
 from skillsight.store.records import Activation, SkillContract, activation_id
@@ -46,6 +54,28 @@ def extract_activations(
     steps with the same catalogue and workspace gave them, and that step's id; only those that
     start from there on are built (a session extended by new prompts).
     """
+    return extract(trajectory, project_id=project_id, catalogue=catalogue, kept=kept).activations
+
+
+class Extraction(NamedTuple):
+    activations: list[Activation]
+    timeline: Timeline
+    """The main agent context's items and starts, which the extraction of this trajectory
+    extended by more steps extends (:func:`extract`)."""
+
+
+def extract(
+    trajectory: atif.Trajectory,
+    *,
+    project_id: str = "default",
+    catalogue: Mapping[str, SkillContract] | None = None,
+    kept: tuple[list[Activation], int] | None = None,
+    timeline: Timeline | None = None,
+) -> Extraction:
+    """:func:`extract_activations`, with the main context's timeline. ``timeline``: the one an
+    extraction of this trajectory's first steps made, so that only the steps after those are
+    read (:func:`timeline_of`); with ``kept`` as well, activations are bounded only from the
+    kept user step on, so an extension's extraction costs what its new prompt holds."""
     context = Context(
         trajectory=trajectory,
         session_id=trajectory.session_id or trajectory.trajectory_id or "",
@@ -55,33 +85,37 @@ def extract_activations(
         agent=trajectory.agent.name,
         workspace=str((trajectory.extra or {}).get("workspace") or ""),
     )
-    _walk(context, kept)
-    return context.out
+    made = _walk(context, kept, timeline)
+    return Extraction(context.out, made)
 
 
-def _walk(context: Context, kept: tuple[list[Activation], int] | None = None) -> None:
+def _walk(
+    context: Context,
+    kept: tuple[list[Activation], int] | None = None,
+    previous: Timeline | None = None,
+) -> Timeline:
     trajectory = context.trajectory
-    items = items_of(trajectory)
     spans = {s["span_id"]: s for s in (trajectory.extra or {}).get("skill_activations", [])}
-    starts = find_starts(items, spans)
+    timeline = timeline_of(trajectory, spans, previous)
+    items, starts = timeline.items, timeline.starts
     claimed: set[int] = set()
     for activation in explicit_activations(context, items, spans, claimed):
         context.out.append(activation)
-    for index in claimed:  # a loading call a span accounts for starts nothing else
-        starts.pop(index, None)
+    if claimed:  # a loading call a span accounts for starts nothing else
+        starts = {index: start for index, start in starts.items() if index not in claimed}
     build_from = 0
     if kept is not None and not spans:
         held, user_step = kept
-        found = next((i.index for i in items if i.step.step_id == user_step), None)
+        found = _user_item(timeline, user_step)
         if found is not None:
             build_from = found
             context.out.extend(held)
     for activation in inferred_activations(context, items, starts, build_from=build_from):
         context.out.append(activation)
     subs = {s.trajectory_id: s for s in trajectory.subagent_trajectories or ()}
-    for index, item in enumerate(items):
-        if item.call is None or item.result is None:
-            continue
+    for index in timeline.delegations:
+        item = items[index]
+        assert item.call is not None and item.result is not None
         for ref in item.result.subagent_trajectory_ref or ():
             sub = subs.get(ref.trajectory_id or "")
             if sub is None:
@@ -106,6 +140,24 @@ def _walk(context: Context, kept: tuple[list[Activation], int] | None = None) ->
             context.out.extend(
                 _delegated(activation, context, item, integration) for activation in child.out
             )
+    return timeline
+
+
+def _user_item(timeline: Timeline, user_step: int) -> int | None:
+    """The index of the first item of step ``user_step``. An extendable timeline's items are
+    in step order (no loose events placed among them), so it is looked for from the end,
+    where an extension's kept user step is."""
+    items = timeline.items
+    if not timeline.extendable:
+        return next((i.index for i in items if i.step.step_id == user_step), None)
+    found = None
+    for index in range(len(items) - 1, -1, -1):
+        step_id = items[index].step.step_id
+        if step_id < user_step:
+            break
+        if step_id == user_step:
+            found = index
+    return found
 
 
 def _next_message(items: list[Item], index: int) -> Item | None:

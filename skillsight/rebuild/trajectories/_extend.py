@@ -149,14 +149,15 @@ def extend(
     tag(header, workspaces, rerun)
     earlier = [_retraced(sub, both.trace_ids) for sub in previous.subagent_trajectories or ()]
     subagent_totals = basis.subagent_usage + tuple(map(subagent_usage, subagents))
-    trajectory = atif.Trajectory.model_validate(
+    trajectory = atif.extended(
         assemble(
             header,
             [*previous.steps, *steps],  # validated already: taken as they are
             [*earlier, *subagents],
             replace(usage),
             subagent_totals,
-        )
+        ),
+        previous,
     )
     trajectory.continues(previous)  # the earlier steps' stored text is written once
     return trajectory, Basis(

@@ -21,7 +21,15 @@ import json
 import operator
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from skillsight.errors import SkillsightError
 
@@ -118,7 +126,11 @@ class Step(_Strict):
     extra: dict[str, Any] | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Self:
+    def _consistent(self, info: ValidationInfo) -> Self:
+        context = info.context  # inline: it runs for every step of a long session
+        kept = context.get(_KEPT_STEPS) if type(context) is dict else None
+        if kept is not None and 0 < self.step_id <= len(kept) and kept[self.step_id - 1] is self:
+            return self  # checked when the trajectory it was validated in was
         if self.source != "agent":
             present = [name for name in _AGENT_ONLY if getattr(self, name) is not None]
             if present:
@@ -167,8 +179,20 @@ class Trajectory(_Strict):
         self._steps_text = previous._steps_text
 
     @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        for index, step in enumerate(self.steps):
+    def _consistent(self, info: ValidationInfo) -> Self:
+        # the first steps may be those of a trajectory validated before, whose ids ran from 1
+        # and whose references resolved among fewer embedded runs (:func:`extended`)
+        kept = _kept_steps(info)
+        count = len(kept)
+        if not (
+            count
+            and count <= len(self.steps)
+            and all(map(operator.is_, kept, self.steps[:count]))
+            and _embedded_before(info) <= {s.trajectory_id for s in self.subagent_trajectories or ()}
+        ):
+            count = 0
+        for index in range(count, len(self.steps)):
+            step = self.steps[index]
             if step.step_id != index + 1:
                 raise ValueError(
                     f"steps[{index}].step_id is {step.step_id}; step ids run from 1 in order"
@@ -180,7 +204,7 @@ class Trajectory(_Strict):
             if sub.trajectory_id in embedded:
                 raise ValueError(f"subagent trajectory_id {sub.trajectory_id!r} is not unique")
             embedded.add(sub.trajectory_id)
-        for step in self.steps:
+        for step in self.steps[count:]:
             for result in step.observation.results if step.observation else ():
                 for ref in result.subagent_trajectory_ref or ():
                     if ref.trajectory_path is None and ref.trajectory_id not in embedded:
@@ -189,6 +213,33 @@ class Trajectory(_Strict):
                             f"{ref.trajectory_id!r} matches no embedded subagent trajectory"
                         )
         return self
+
+
+_KEPT_STEPS = "atif.kept_steps"
+_EMBEDDED_BEFORE = "atif.embedded_before"
+
+
+def extended(document: dict[str, Any], previous: Trajectory) -> Trajectory:
+    """``Trajectory.model_validate(document)`` for a document whose first steps are
+    ``previous``'s, the very step objects (a session extended by new prompts): those are taken
+    as checked, with the references they make, when ``document`` embeds every subagent run
+    ``previous`` did; only the steps after them are checked (each extension then costs what it
+    adds, not the whole session again)."""
+    embedded = frozenset(s.trajectory_id for s in previous.subagent_trajectories or ())
+    context = {_KEPT_STEPS: previous.steps, _EMBEDDED_BEFORE: embedded}
+    return Trajectory.model_validate(document, context=context)
+
+
+def _kept_steps(info: ValidationInfo) -> list[Step]:
+    context = info.context
+    found = context.get(_KEPT_STEPS) if isinstance(context, dict) else None
+    return found if isinstance(found, list) else []
+
+
+def _embedded_before(info: ValidationInfo) -> frozenset[str | None]:
+    context = info.context
+    found = context.get(_EMBEDDED_BEFORE) if isinstance(context, dict) else None
+    return found if isinstance(found, frozenset) else frozenset()
 
 
 _HEAD = frozenset({"schema_version", "session_id", "trajectory_id", "agent"})
