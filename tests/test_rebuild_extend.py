@@ -11,6 +11,8 @@ rebuilt whole, and the result is the same again.
 from __future__ import annotations
 
 import copy
+import itertools
+import operator
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,18 @@ def test_each_new_prompt_extends_the_session_and_reads_as_its_whole_rebuild(
     # the earlier steps are the same objects: extended, not converted again
     assert last.steps[0] is extended[2].trajectory.steps[0]
     assert sum(len(r.activations) for r in extended[-1:]) >= len(NAMES) - 2
+    # and so are the items the extraction derived from them, where no loose skill event or
+    # activation span places items across the whole context
+    reused = 0
+    for before, after in itertools.pairwise(extended):
+        assert after.timeline is not None and after.timeline.steps == tuple(after.trajectory.steps)
+        if before.timeline is None or not after.extended:
+            continue
+        head = before.timeline.items
+        same = all(map(operator.is_, head, after.timeline.items[: len(head)]))
+        assert same == (before.timeline.extendable and after.timeline.extendable)
+        reused += same
+    assert reused >= 2
 
 
 def without_trace_context(rows: Rows, index: int, *, restarted: bool = False) -> Rows:

@@ -137,9 +137,7 @@ def timeline_of(
         or not all(map(operator.is_, previous.steps, steps[:count]))
     ):
         items = items_of(trajectory)
-        return Timeline(
-            steps, items, find_starts(items, spans), _delegations(items, 0), extendable
-        )
+        return Timeline(steps, items, find_starts(items, spans), _delegations(items, 0), extendable)
     items = list(previous.items)
     first = len(items)
     for step in steps[count:]:

@@ -188,7 +188,8 @@ class Trajectory(_Strict):
             count
             and count <= len(self.steps)
             and all(map(operator.is_, kept, self.steps[:count]))
-            and _embedded_before(info) <= {s.trajectory_id for s in self.subagent_trajectories or ()}
+            and _embedded_before(info)
+            <= {s.trajectory_id for s in self.subagent_trajectories or ()}
         ):
             count = 0
         for index in range(count, len(self.steps)):
