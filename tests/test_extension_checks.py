@@ -79,7 +79,7 @@ def test_the_kept_steps_are_not_checked_again() -> None:
     )
     rest = [atif.Step.model_validate(step) for step in valid[1:]]
     before = atif.Trajectory.model_construct(
-        agent=atif.Agent(**AGENT), steps=[unchecked, *rest], subagent_trajectories=None
+        agent=atif.Agent.model_validate(AGENT), steps=[unchecked, *rest], subagent_trajectories=None
     )
     document = _document([*before.steps, *_prompt(5, "x")])
     assert atif.extended(document, before).steps[0] is unchecked

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillsight.rebuild.activations._timeline import Timeline
-from skillsight.rebuild.activations.extract import extract
+from skillsight.rebuild.activations.extract import Timeline, extract
 from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.trajectories import Basis, atif, build_with_basis, extend
 from skillsight.rebuild.trajectories.build import build_trajectory

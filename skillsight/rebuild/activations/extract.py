@@ -38,6 +38,8 @@ from skillsight.rebuild.catalogue import Catalogue
 from skillsight.rebuild.trajectories import atif
 from skillsight.store.records import Activation, SkillContract, activation_id
 
+__all__ = ["Extraction", "Timeline", "extract", "extract_activations"]
+
 
 def extract_activations(
     trajectory: atif.Trajectory,
