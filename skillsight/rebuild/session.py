@@ -8,7 +8,7 @@ previous result instead of adding to it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from skillsight.rebuild.activations.extract import Timeline, extract
@@ -33,9 +33,9 @@ class Rebuilt:
     """The catalogue the activations were joined to (kept with a basis)."""
     extended: bool = False
     """This rebuild extended the previous one (its steps are kept, the new ones appended)."""
-    timeline: Timeline | None = None
+    timeline: Timeline | None = field(default=None, compare=False, repr=False)
     """The main agent context's items and starts (kept with a basis): the next extension's
-    extraction reads only its new steps'."""
+    extraction reads only its new steps'. A cache: not part of what the rebuild is."""
 
 
 def rebuild_session(

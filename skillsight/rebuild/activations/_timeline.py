@@ -100,7 +100,7 @@ def _add_items(step: atif.Step, items: list[Item]) -> None:
         items.append(Item("call", step, call, results.get(call.tool_call_id), time=started))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Timeline:
     """An agent context's items, the starts among them and the calls that delegated to a
     subagent, as one extraction derived them from ``steps``. An extraction of the same steps
