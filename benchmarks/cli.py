@@ -8,6 +8,7 @@ NAME`` runs the same commands when the checkout is there.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Annotated
 
@@ -601,4 +602,52 @@ def bench_scale_out(
     except (SkillsightError, ValueError) as exc:
         raise fail(str(exc)) from exc
     if as_json:
+        print(json.dumps(report, indent=2))
+
+
+@app.command("compare", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_compare(
+    ctx: typer.Context,
+    base: Annotated[
+        str, typer.Option("--base", help="The git revision to compare this checkout with.")
+    ] = "HEAD",
+    runs: Annotated[int, typer.Option("--runs", help="Runs of the bench in each tree.")] = 2,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Also print the numbers as JSON.")
+    ] = False,
+) -> None:
+    """Run one bench command in a worktree of a base revision and in this checkout (its
+    uncommitted changes included), alternated, each run a fresh process; report every figure's
+    medians, their ratio (this checkout over the base) and the range of the paired ratios.
+    The bench's own options follow `--`.
+
+    Example: skillsight bench compare --base HEAD~1 --runs 2 -- rebuild --history 0
+    """
+    from benchmarks.compare import compare
+
+    try:
+        commit, found = compare(base, list(ctx.args), runs=runs)
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    table = Table(title=f"{' '.join(ctx.args)}: this checkout against {commit[:12]}, {runs} runs")
+    table.add_column("figure", overflow="fold")
+    for column in ("base (median)", "this (median)", "ratio", "paired ratios"):
+        table.add_column(column, justify="right")
+    for figure in found:
+        paired = figure.paired
+        table.add_row(
+            figure.name,
+            f"{statistics.median(figure.base):,.4g}",
+            f"{statistics.median(figure.head):,.4g}",
+            f"{figure.ratio:.3f}" if figure.ratio is not None else "-",
+            f"{paired[0]:.3f} to {paired[1]:.3f}" if paired is not None else "-",
+        )
+    console.print(table)
+    if as_json:
+        report = {
+            "base": commit,
+            "command": list(ctx.args),
+            "runs": runs,
+            "figures": {f.name: {"base": f.base, "head": f.head, "ratio": f.ratio} for f in found},
+        }
         print(json.dumps(report, indent=2))
