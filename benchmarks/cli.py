@@ -612,6 +612,18 @@ def bench_compare(
         str, typer.Option("--base", help="The git revision to compare this checkout with.")
     ] = "HEAD",
     runs: Annotated[int, typer.Option("--runs", help="Runs of the bench in each tree.")] = 2,
+    warmup: Annotated[
+        int,
+        typer.Option("--warmup", help="Runs in each tree first whose figures are dropped."),
+    ] = 1,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="Report only the figures whose name holds this text (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Also print the numbers as JSON.")
     ] = False,
@@ -621,14 +633,16 @@ def bench_compare(
     medians, their ratio (this checkout over the base) and the range of the paired ratios.
     The bench's own options follow `--`.
 
-    Example: skillsight bench compare --base HEAD~1 --runs 2 -- rebuild --history 0
+    Example: skillsight bench compare --base HEAD~1 --runs 2 --only per_cpu -- rebuild --history 0
     """
     from benchmarks.compare import compare
 
     try:
-        commit, found = compare(base, list(ctx.args), runs=runs)
+        commit, found = compare(base, list(ctx.args), runs=runs, warmup=warmup)
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
+    if only:
+        found = [f for f in found if any(text in f.name for text in only)]
     table = Table(title=f"{' '.join(ctx.args)}: this checkout against {commit[:12]}, {runs} runs")
     table.add_column("figure", overflow="fold")
     for column in ("base (median)", "this (median)", "ratio", "paired ratios"):

@@ -142,19 +142,23 @@ def run_bench(tree: Path, args: list[str], *, timeout_s: float = 3600) -> dict[s
 
 
 def compare(
-    base: str, args: list[str], *, runs: int = 2, repo: Path = ROOT
+    base: str, args: list[str], *, runs: int = 2, warmup: int = 1, repo: Path = ROOT
 ) -> tuple[str, list[Figure]]:
     """``args`` (a bench command and its options) run ``runs`` times in each tree, alternated
-    (base first, then this checkout twice, then the base twice, …); returns the base's commit
-    and the figures."""
-    if runs < 1:
-        raise CompareError("runs must be at least 1")
+    (base first, then this checkout twice, then the base twice, …), after ``warmup`` runs in
+    each whose figures are dropped (a first run after a pause measured up to 1.5x off the
+    next, the same code on both sides); returns the base's commit and the figures."""
+    if runs < 1 or warmup < 0:
+        raise CompareError("runs must be at least 1, warm-up runs at least 0")
     if not args:
         raise CompareError("name a bench command to compare, e.g. -- rebuild --history 0")
     bases: list[dict[str, Any]] = []
     heads: list[dict[str, Any]] = []
     with worktree(base, repo) as tree:
         commit = _git(tree, "rev-parse", "HEAD").strip()
+        for _ in range(warmup):
+            run_bench(tree, args)
+            run_bench(repo, args)
         for index in range(runs):
             order = [(tree, bases), (repo, heads)]
             for folder, into in order if index % 2 == 0 else order[::-1]:

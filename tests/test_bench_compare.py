@@ -3,6 +3,7 @@ checkout, alternated, and every figure given as medians, their ratio and the pai
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -84,10 +85,29 @@ def test_a_base_that_is_not_a_revision_or_a_bench_that_fails_is_a_clear_error(
     tmp_path: Path,
 ) -> None:
     with pytest.raises(CompareError, match="no-such-revision"):
-        compare("no-such-revision", EVAL)
+        compare("no-such-revision", EVAL, warmup=0)
     with pytest.raises(CompareError, match="the bench failed"):
-        compare("HEAD", ["no-such-bench"], runs=1)
+        compare("HEAD", ["no-such-bench"], runs=1, warmup=0)
     with pytest.raises(CompareError, match="name a bench command"):
         compare("HEAD", [])
+    with pytest.raises(CompareError, match="at least"):
+        compare("HEAD", EVAL, runs=0)
     with pytest.raises(CompareError, match="git"), worktree("HEAD", repo=tmp_path):
         pass  # not a repository
+
+
+@needs_git
+def test_the_command_reports_the_figures_asked_for() -> None:
+    from typer.testing import CliRunner
+
+    from benchmarks.cli import app
+
+    only = "activations_per_cpu_second"
+    args = ["compare", "--runs", "1", "--warmup", "0", "--only", only, "--json", "--", *EVAL]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output[result.output.index('{\n  "base"') :])
+    assert report["command"] == EVAL and report["runs"] == 1
+    assert report["figures"] and all(only in name for name in report["figures"])
+    for figure in report["figures"].values():
+        assert len(figure["base"]) == len(figure["head"]) == 1 and figure["ratio"] > 0
