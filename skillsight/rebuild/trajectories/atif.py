@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import operator
+from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 from pydantic import (
@@ -127,9 +128,12 @@ class Step(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Self:
-        context = info.context  # inline: it runs for every step of a long session
-        kept = context.get(_KEPT_STEPS) if type(context) is dict else None
-        if kept is not None and 0 < self.step_id <= len(kept) and kept[self.step_id - 1] is self:
+        kept = _kept(info)
+        if (
+            kept is not None
+            and 0 < self.step_id <= len(kept.steps)
+            and kept.steps[self.step_id - 1] is self
+        ):
             return self  # checked when the trajectory it was validated in was
         if self.source != "agent":
             present = [name for name in _AGENT_ONLY if getattr(self, name) is not None]
@@ -182,14 +186,13 @@ class Trajectory(_Strict):
     def _consistent(self, info: ValidationInfo) -> Self:
         # the first steps may be those of a trajectory validated before, whose ids ran from 1
         # and whose references resolved among fewer embedded runs (:func:`extended`)
-        kept = _kept_steps(info)
-        count = len(kept)
+        kept = _kept(info)
+        count = len(kept.steps) if kept is not None else 0
         if not (
-            count
+            kept is not None
             and count <= len(self.steps)
-            and all(map(operator.is_, kept, self.steps[:count]))
-            and _embedded_before(info)
-            <= {s.trajectory_id for s in self.subagent_trajectories or ()}
+            and all(map(operator.is_, kept.steps, self.steps[:count]))
+            and kept.embedded <= {s.trajectory_id for s in self.subagent_trajectories or ()}
         ):
             count = 0
         for index in range(count, len(self.steps)):
@@ -216,8 +219,16 @@ class Trajectory(_Strict):
         return self
 
 
-_KEPT_STEPS = "atif.kept_steps"
-_EMBEDDED_BEFORE = "atif.embedded_before"
+@dataclass(frozen=True)
+class _Kept:
+    """What :func:`extended` tells the validators: the steps of the trajectory checked before,
+    and the subagent runs it embedded."""
+
+    steps: list[Step]
+    embedded: frozenset[str | None]
+
+
+_KEPT = "atif.kept"
 
 
 def extended(document: dict[str, Any], previous: Trajectory) -> Trajectory:
@@ -227,20 +238,12 @@ def extended(document: dict[str, Any], previous: Trajectory) -> Trajectory:
     ``previous`` did; only the steps after them are checked (each extension then costs what it
     adds, not the whole session again)."""
     embedded = frozenset(s.trajectory_id for s in previous.subagent_trajectories or ())
-    context = {_KEPT_STEPS: previous.steps, _EMBEDDED_BEFORE: embedded}
-    return Trajectory.model_validate(document, context=context)
+    return Trajectory.model_validate(document, context={_KEPT: _Kept(previous.steps, embedded)})
 
 
-def _kept_steps(info: ValidationInfo) -> list[Step]:
-    context = info.context
-    found = context.get(_KEPT_STEPS) if isinstance(context, dict) else None
-    return found if isinstance(found, list) else []
-
-
-def _embedded_before(info: ValidationInfo) -> frozenset[str | None]:
-    context = info.context
-    found = context.get(_EMBEDDED_BEFORE) if isinstance(context, dict) else None
-    return found if isinstance(found, frozenset) else frozenset()
+def _kept(info: ValidationInfo) -> _Kept | None:
+    context = info.context  # looked at for every step of a long session: kept cheap
+    return context.get(_KEPT) if type(context) is dict else None
 
 
 _HEAD = frozenset({"schema_version", "session_id", "trajectory_id", "agent"})
