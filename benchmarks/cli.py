@@ -26,6 +26,9 @@ app = typer.Typer(
 console = Console()
 err = Console(stderr=True)
 
+JsonFlag = Annotated[bool, typer.Option("--json", help="Also print the numbers as JSON.")]
+"""Every bench's ``--json``: its report printed as JSON after its tables."""
+
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     err.print(f"error: {message}", highlight=False)
@@ -174,9 +177,7 @@ def bench_rebuild(
             help="Sessions already stored in the project of a second throughput run (0 skips it).",
         ),
     ] = 20_000,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure rebuild time of a long session (algorithm alone, and store read + algorithm +
     write), activations rebuilt per CPU-second (also in a project that already holds many
@@ -268,9 +269,7 @@ def bench_eval(
             "hand-overs, beside the same run in an empty one (0 skips it).",
         ),
     ] = 2_000_000,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure deterministic evaluations per CPU-second (per core); skill_selection apart; the
     rows a session of many prompts writes; and the scheduler's hand-overs (scored and written)
@@ -308,9 +307,7 @@ def bench_inserts(
     rounds: Annotated[
         int, typer.Option("--rounds", help="Writes of each workload, each way (2 to 200).")
     ] = 30,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure the embedded store's writes with each batch spooled to a file ClickHouse reads,
     and through chdb's Python() table function (the way when no file can be written),
@@ -343,9 +340,7 @@ def bench_eval_latency(
     quiet: Annotated[
         float, typer.Option("--quiet", help="The service's rebuild quiet period (s).")
     ] = 0.5,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Latency from trace completion (the session's last span acknowledged) to its scores
     stored, through a real `skillsight serve`, p50/p95 over SESSIONS sessions (target <= 2 s).
@@ -401,9 +396,7 @@ def bench_scorecard(
             "passes every second, a 12 s hold); 0 skips it.",
         ),
     ] = 48.0,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Time skill scorecards (popular and typical skill; 7d, 30d, all) and the gate's read over
     a synthetic embedded store generated inside ClickHouse (target < 200 ms at 10 million).
@@ -436,9 +429,7 @@ def bench_judges(
     ] = 200,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Judge calls in flight.")] = 8,
     rubric: Annotated[str, typer.Option("--rubric", help="Rubric judged.")] = "internal_trajectory",
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure judge throughput against the scripted OpenAI-compatible server on 127.0.0.1
     at a concurrency, and what judging adds per activation beyond the model's own answer.
@@ -466,9 +457,7 @@ def bench_reruns(
         int, typer.Option("--cases", help="Cases of the synthetic report (0: skip).")
     ] = 1000,
     attempts: Annotated[int, typer.Option("--attempts", help="Attempts per condition.")] = 3,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure what a paired rerun adds beside its agents (a minimal agent that exports its own
     OTLP, one attempt at a time) and the report time for 1,000 cases x 2 conditions x 3 attempts.
@@ -510,9 +499,7 @@ def bench_clustering(
             show_default=False,
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure failure clustering: embeddings per second per core, full runs at 10k and 100k
     failures, online assignment per failure, and the cluster list over 10M activations.
@@ -551,9 +538,7 @@ def bench_ui(
         ),
     ] = None,
     repeat: Annotated[int, typer.Option("--repeat", help="Timed fetches per page.")] = 10,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure the web UI's pages (clusters, a cluster, skills, the skill page of the busiest
     and a typical skill for 7 days, 30 days and all time) over a generated store, through the
@@ -583,9 +568,7 @@ def bench_scale_out(
             show_default=False,
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Measure activations evaluated per second with 1, 2 and 3 worker processes
     (`serve --role worker`) on the same store, and spans per collector CPU-second.
@@ -624,9 +607,7 @@ def bench_compare(
             show_default=False,
         ),
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Also print the numbers as JSON.")
-    ] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Run one bench command in a worktree of a base revision and in this checkout (its
     uncommitted changes included), alternated, each run a fresh process; report every figure's
