@@ -111,3 +111,25 @@ def test_the_command_reports_the_figures_asked_for() -> None:
     assert report["figures"] and all(only in name for name in report["figures"])
     for figure in report["figures"].values():
         assert len(figure["base"]) == len(figure["head"]) == 1 and figure["ratio"] > 0
+
+
+@needs_git
+def test_the_runs_alternate_after_the_warm_up_runs_which_are_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Base, this, this, base, base, this … after one warm-up run in each tree: the order the
+    figures rest on (the runs themselves are real in the test above; here each is recorded)."""
+    import benchmarks.compare as module
+
+    order: list[str] = []
+
+    def recorded(tree: Path, args: list[str], *, timeout_s: float = 0) -> dict[str, float]:
+        side = "this" if tree == ROOT else "base"
+        order.append(side)
+        return {"n": float(len(order)), "warm": float(len(order) <= 2)}
+
+    monkeypatch.setattr(module, "run_bench", recorded)
+    _, found = compare("HEAD", EVAL, runs=3, warmup=1)
+    assert order == ["base", "this", "base", "this", "this", "base", "base", "this"]
+    (n,) = [f for f in found if f.name == "n"]  # "warm" was 1 only in the dropped runs
+    assert (n.base, n.head) == ([3.0, 6.0, 7.0], [4.0, 5.0, 8.0])
