@@ -269,15 +269,24 @@ def bench_eval(
             "hand-overs, beside the same run in an empty one (0 skips it).",
         ),
     ] = 2_000_000,
+    backlog: Annotated[
+        int,
+        typer.Option(
+            "--backlog",
+            help="Activations per hand-over of a run of the scheduler scoring a backlog, as "
+            "the service does when sessions queue up, its CPU split (0 skips it).",
+        ),
+    ] = 1024,
     as_json: JsonFlag = False,
 ) -> None:
     """Measure deterministic evaluations per CPU-second (per core); skill_selection apart; the
-    rows a session of many prompts writes; and the scheduler's hand-overs (scored and written)
-    in an empty project and in one with history.
+    rows a session of many prompts writes; the scheduler's hand-overs (scored and written)
+    in an empty project and in one with history; and the scheduler scoring a backlog.
 
     Example: skillsight bench eval --activations 5000 --selection 300 --prompts 20 --history 2000000
     """
     from benchmarks.eval import run_eval_bench
+    from benchmarks.eval_backlog import run_eval_backlog_bench
     from benchmarks.eval_history import run_eval_history_bench
     from benchmarks.eval_prompts import run_prompts_eval_bench
 
@@ -295,6 +304,15 @@ def bench_eval(
                 f"{held['new_us_per_activation']:,} µs with {history:,} evaluation rows stored; "
                 f"handed over again unchanged {empty['again_us_per_activation']:,} and "
                 f"{held['again_us_per_activation']:,} µs"
+            )
+        if backlog:
+            report["backlog"] = b = run_eval_backlog_bench(batch=backlog)
+            console.print(
+                f"the scheduler scoring a backlog, hand-overs of {b['batch']:,} activations "
+                f"({b['evaluators']} evaluators, scored and written): "
+                f"{b['activations_per_cpu_s']:,} activations per CPU-second, "
+                f"{b['us_per_activation']} µs each: the evaluators {b['evaluators_us']}, "
+                f"the rest of the scoring {b['scoring_rest_us']}, the write {b['write_us']}"
             )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc

@@ -1,0 +1,124 @@
+"""``skillsight bench eval --backlog``: the scheduler scoring a backlog, as the service does.
+
+``run_eval_bench`` times the six cheap evaluators alone. The service does more for each
+activation: the scheduler assembles its context (the skill's manifest from the catalogue, the
+baseline before it, what the agent said after it), reads the verdicts stored for the batch,
+digests what each evaluator is shown, builds the rows and writes them (four inserts:
+``evaluations``, their digests, the scorecard rows and their hour marks). When sessions queue
+up, a worker takes up to 256 of them at once and writes them together, so under load a
+hand-over holds about a thousand activations and the inserts' fixed cost is spread over them.
+
+This hands ``batches`` hand-overs of ``batch`` new activations (scenario-sized, the skills in
+the project's catalogue) to :meth:`EvaluationScheduler.score`, on a fresh embedded store, in
+the garbage collector settings of a service process, and splits the CPU per activation into
+the evaluators, the rest of the scoring (context, stored verdicts, digests) and the write
+(rows, Arrow batch, inserts). The activations carry the record text the finalizer's write made
+(``stampless_json``), as the ones it hands over do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from benchmarks.eval import CHEAP, synthetic_activations
+from skillsight.config import Settings
+from skillsight.evaluators.scheduler import EvaluationScheduler
+from skillsight.evaluators.scheduler import _scoring as scoring_module
+from skillsight.store import EmbeddedStore
+
+PROJECT = "backlog"
+T = TypeVar("T")
+
+
+class _Clock:
+    """CPU seconds spent inside the wrapped calls (the scheduler's worker threads included:
+    process time)."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+
+    def wrap(self, fn: Callable[..., T]) -> Callable[..., T]:
+        def timed(*args: Any, **kwargs: Any) -> T:
+            started = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.cpu += time.process_time() - started
+
+        return timed
+
+
+def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, Any]:
+    """CPU microseconds per activation of the scheduler's hand-overs of ``batch`` new
+    activations, split into the evaluators, the rest of the scoring and the write (medians of
+    ``batches`` hand-overs, after one untimed)."""
+    found, skills = synthetic_activations(batch * (batches + 1), rows=3)
+    handed = [
+        [
+            a.model_copy(update={"project_id": PROJECT})
+            for a in found[n * batch : (n + 1) * batch]
+        ]
+        for n in range(batches + 1)
+    ]
+    for activations in handed:
+        for activation in activations:
+            activation.stampless_json()  # what the finalizer's write of the rebuild made
+    evaluators, write = _Clock(), _Clock()
+    run_evaluators = scoring_module.run_evaluators
+    scoring_module.run_evaluators = evaluators.wrap(run_evaluators)
+    defaults = gc.get_threshold()
+    young = Settings.load().gc_young_threshold
+    totals: list[float] = []
+    parts: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="skillsight-bench-eval-backlog-") as tmp:
+        store = EmbeddedStore(Path(tmp) / "store")
+        try:
+            store.migrate()
+            store.skills.insert(PROJECT, [manifest for manifest, _ in skills])
+            writes = store.evaluations.write
+            store.evaluations.write = write.wrap(writes)  # type: ignore[method-assign]
+
+            async def replay() -> int:
+                written = 0
+                async with EvaluationScheduler(store, evaluators=CHEAP) as scheduler:
+                    for index, activations in enumerate(handed):
+                        evaluators.cpu = write.cpu = 0.0
+                        started = time.process_time()
+                        written += len(await scheduler.score(PROJECT, activations))
+                        if index:  # the first warms the catalogue, imports and caches
+                            totals.append(time.process_time() - started)
+                            parts.append((evaluators.cpu, write.cpu))
+                return written
+
+            gc.collect()
+            gc.freeze()
+            if young > 0:  # as a service process collects (skillsight.runtime.settle_heap)
+                gc.set_threshold(young, *defaults[1:])
+            written = asyncio.run(replay())
+        finally:
+            gc.set_threshold(*defaults)
+            gc.unfreeze()
+            scoring_module.run_evaluators = run_evaluators
+            store.close()
+    total = statistics.median(totals)
+    evaluators_s = statistics.median(p[0] for p in parts)
+    write_s = statistics.median(p[1] for p in parts)
+    per = 1e6 / batch
+    return {
+        "batch": batch,
+        "batches": batches,
+        "evaluators": len(CHEAP),
+        "rows_written": written,
+        "us_per_activation": round(total * per, 1),
+        "activations_per_cpu_s": round(batch / total),
+        "evaluators_us": round(evaluators_s * per, 1),
+        "scoring_rest_us": round((total - evaluators_s - write_s) * per, 1),
+        "write_us": round(write_s * per, 1),
+    }
