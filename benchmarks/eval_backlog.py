@@ -11,9 +11,9 @@ hand-over holds about a thousand activations and the inserts' fixed cost is spre
 This hands ``batches`` hand-overs of ``batch`` new activations (scenario-sized, the skills in
 the project's catalogue) to :meth:`EvaluationScheduler.score`, on a fresh embedded store, in
 the garbage collector settings of a service process, and splits the CPU per activation into
-the evaluators, the rest of the scoring (context, stored verdicts, digests) and the write
-(rows, Arrow batch, inserts). The activations carry the record text the finalizer's write made
-(``stampless_json``), as the ones it hands over do.
+the evaluators, the rest of the scoring (context, stored verdicts, digests, the rows'
+columns) and the write (the Arrow batch and the inserts). The activations carry the record
+text the finalizer's write made (``stampless_json``), as the ones it hands over do.
 """
 
 from __future__ import annotations
@@ -61,18 +61,16 @@ def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, 
     ``batches`` hand-overs, after one untimed)."""
     found, skills = synthetic_activations(batch * (batches + 1), rows=3)
     handed = [
-        [
-            a.model_copy(update={"project_id": PROJECT})
-            for a in found[n * batch : (n + 1) * batch]
-        ]
+        [a.model_copy(update={"project_id": PROJECT}) for a in found[n * batch : (n + 1) * batch]]
         for n in range(batches + 1)
     ]
     for activations in handed:
         for activation in activations:
             activation.stampless_json()  # what the finalizer's write of the rebuild made
     evaluators, write = _Clock(), _Clock()
-    run_evaluators = scoring_module.run_evaluators
-    scoring_module.run_evaluators = evaluators.wrap(run_evaluators)
+    # the scoring module's own name for it, which score_activations calls
+    run_evaluators = scoring_module.run_evaluators  # type: ignore[attr-defined]
+    scoring_module.run_evaluators = evaluators.wrap(run_evaluators)  # type: ignore[attr-defined]
     defaults = gc.get_threshold()
     young = Settings.load().gc_young_threshold
     totals: list[float] = []
@@ -82,8 +80,8 @@ def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, 
         try:
             store.migrate()
             store.skills.insert(PROJECT, [manifest for manifest, _ in skills])
-            writes = store.evaluations.write
-            store.evaluations.write = write.wrap(writes)  # type: ignore[method-assign]
+            writes = store.evaluations.write_columns
+            store.evaluations.write_columns = write.wrap(writes)  # type: ignore[method-assign]
 
             async def replay() -> int:
                 written = 0
@@ -105,7 +103,7 @@ def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, 
         finally:
             gc.set_threshold(*defaults)
             gc.unfreeze()
-            scoring_module.run_evaluators = run_evaluators
+            scoring_module.run_evaluators = run_evaluators  # type: ignore[attr-defined]
             store.close()
     total = statistics.median(totals)
     evaluators_s = statistics.median(p[0] for p in parts)

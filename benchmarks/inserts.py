@@ -38,8 +38,8 @@ PROJECT = "bench"
 _STAMP_US = 1_767_225_600_000_000  # the evaluations' stamp: 2026-01-01
 
 
-def _evaluations(rows: list[dict[str, object]]) -> Callable[[Store], object]:
-    return lambda store: store.evaluations.write(PROJECT, rows)
+def _evaluations(columns: dict[str, list[Any]]) -> Callable[[Store], object]:
+    return lambda store: store.evaluations.write_columns(PROJECT, columns)
 
 
 def _rebuilds(items: list[SessionRebuild]) -> Callable[[Store], object]:
@@ -63,7 +63,7 @@ def _workloads(
         scored = score_activations(
             batch, scheduler.assembler, registry=scheduler.registry, chosen=scheduler.policies
         )
-        handovers.append(scored.rows(_STAMP_US))
+        handovers.append(scored.columns(_STAMP_US))
     keys = insert_sessions(store, PROJECT, 20, 5, list(range(max(sessions, rounds))))
     rebuild = default_rebuild()
     rebuilt = []
@@ -79,14 +79,14 @@ def _workloads(
         seed += 1
     span_table, _ = raw_tables(PROJECT, spans[:span_count], [])
     writes: dict[str, list[Callable[[Store], object]]] = {
-        "hand-over of 64 activations (4 inserts)": [_evaluations(rows) for rows in handovers],
+        "hand-over of 64 activations (4 inserts)": [_evaluations(columns) for columns in handovers],
         "one session's rebuild (3 inserts)": [_rebuilds([item]) for item in rebuilt[:rounds]],
         f"a pass of {sessions:,} sessions' rebuilds (3 inserts)": [
             _rebuilds(rebuilt[:sessions]) for _ in range(rounds)
         ],
         f"{span_count:,} decoded spans (1 insert)": [_spans(span_table) for _ in range(rounds)],
     }
-    return writes, sum(len(rows) for rows in handovers)
+    return writes, sum(len(columns["activation_id"]) for columns in handovers)
 
 
 def run_insert_bench(

@@ -52,7 +52,7 @@ def _workload(store: EmbeddedStore) -> None:
         activations, scheduler.assembler, registry=scheduler.registry, chosen=scheduler.policies
     )
     assert scored.evaluations
-    store.evaluations.write("p", scored.rows(_EVALUATED_AT_US))
+    store.evaluations.write_columns("p", scored.columns(_EVALUATED_AT_US))
 
 
 def _tables(store: EmbeddedStore) -> dict[str, list[dict[str, Any]]]:

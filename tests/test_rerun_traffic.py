@@ -111,7 +111,7 @@ def _store_and_score(
         for a, stamp in zip(activations, stamps, strict=True)
     ]
     scored = score_activations(stored, assembler, registry=deterministic_registry(), chosen=SCORED)
-    store.evaluations.write(P, scored.rows(at_us))
+    store.evaluations.write_columns(P, scored.columns(at_us))
     store.scorecards.rollups.refresh_dirty()
     return scored.evaluations
 

@@ -13,7 +13,7 @@ are shared (the empty one by every evaluation that cites nothing).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -203,31 +203,10 @@ class Evaluation:
         """A row of the store's ``evaluations`` table (plain values; the store knows no types
         of this package); ``activation_rebuilt_at`` names the rebuild of the activation that
         was scored."""
-        return {
-            "project_id": self.project_id,
-            "activation_id": self.activation_id,
-            "evaluator": self.evaluator,
-            "evaluator_version": self.version,
-            "skill_name": self.skill_name,
-            "skill_version": self.skill_version,
-            "score": self.score,
-            "passed": self.passed,
-            "label": self.label,
-            "reason": self.reason,
-            "evidence_step_ids": list(self.evidence.step_ids),
-            "evidence_tool_call_ids": list(self.evidence.tool_call_ids),
-            "findings": json.dumps([f.to_dict() for f in self.findings], ensure_ascii=False),
-            "error": self.error,
-            "judge_model": self.judge_model,
-            "tokens": self.tokens,
-            "cost_usd": self.cost_usd,
-            "latency_ms": self.latency_ms,
-            "evaluated_at_us": evaluated_at_us,
-            "activation_rebuilt_at": activation_rebuilt_at,
-            "unseen": list(self.unseen),
-            "inputs_hash": self.inputs_hash,
-            "compared_with": self.compared_with,
-        }
+        columns = evaluation_columns(
+            [self], evaluated_at_us, {self.activation_id: activation_rebuilt_at}
+        )
+        return {key: values[0] for key, values in columns.items()}
 
     @classmethod
     def of(
@@ -299,3 +278,48 @@ class Evaluation:
             inputs_hash=str(row.get("inputs_hash") or ""),
             compared_with=str(row.get("compared_with") or ""),
         )
+
+
+# The findings column's encoder, made once (``json.dumps`` with options builds one per call).
+_FINDINGS = json.JSONEncoder(ensure_ascii=False)
+
+
+def findings_json(findings: tuple[Finding, ...]) -> str:
+    """The findings as the ``findings`` column keeps them (a JSON list)."""
+    return _FINDINGS.encode([f.to_dict() for f in findings]) if findings else "[]"
+
+
+def evaluation_columns(
+    evaluations: Sequence[Evaluation],
+    evaluated_at_us: int,
+    rebuilt_at: Mapping[str, str],
+) -> dict[str, list[Any]]:
+    """Evaluations as columns of the store's ``evaluations`` table: what
+    :meth:`Evaluation.to_row` gives per evaluation, a list per key, built without a dict per
+    row. ``rebuilt_at``: per activation id, the rebuild of it that was scored."""
+    ids = [e.activation_id for e in evaluations]
+    return {
+        "project_id": [e.project_id for e in evaluations],
+        "activation_id": ids,
+        "evaluator": [e.evaluator for e in evaluations],
+        "evaluator_version": [e.version for e in evaluations],
+        "skill_name": [e.skill_name for e in evaluations],
+        "skill_version": [e.skill_version for e in evaluations],
+        "score": [e.score for e in evaluations],
+        "passed": [e.passed for e in evaluations],
+        "label": [e.label for e in evaluations],
+        "reason": [e.reason for e in evaluations],
+        "evidence_step_ids": [list(e.evidence.step_ids) for e in evaluations],
+        "evidence_tool_call_ids": [list(e.evidence.tool_call_ids) for e in evaluations],
+        "findings": [findings_json(e.findings) for e in evaluations],
+        "error": [e.error for e in evaluations],
+        "judge_model": [e.judge_model for e in evaluations],
+        "tokens": [e.tokens for e in evaluations],
+        "cost_usd": [e.cost_usd for e in evaluations],
+        "latency_ms": [e.latency_ms for e in evaluations],
+        "evaluated_at_us": [evaluated_at_us] * len(ids),
+        "activation_rebuilt_at": [rebuilt_at.get(i, "") for i in ids],
+        "unseen": [list(e.unseen) for e in evaluations],
+        "inputs_hash": [e.inputs_hash for e in evaluations],
+        "compared_with": [e.compared_with for e in evaluations],
+    }

@@ -72,24 +72,47 @@ STRUCTURE = ", ".join(
 )
 
 
-def evaluation_table(project_id: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-    """One Arrow batch of evaluation rows, all stored under ``project_id``."""
-    prepared = []
-    for index, row in enumerate(rows):
-        missing = sorted(k for k in _REQUIRED - {"project_id"} if not row.get(k))
-        if missing:
-            raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
-        prepared.append(
-            {
-                "inputs_hash": "",
-                "compared_with": "",
-                "activation_digest": "",
-                **row,
-                "project_id": project_id,
-            }
-        )
+EvaluationColumns = Mapping[str, Sequence[Any]]
+"""Evaluation rows as columns: per key of a row (``Evaluation.to_row``'s, and the scheduler's
+``activation_started_at`` and ``activation_rerun_id``), its values in row order."""
+
+_DEFAULTS = {"inputs_hash": "", "compared_with": "", "activation_digest": ""}
+
+
+def row_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Rows made columns: every key any row has, ``None`` where a row lacks it (a default
+    column's default)."""
+    keys = dict.fromkeys(key for row in rows for key in row)
+    return {key: [row.get(key, _DEFAULTS.get(key)) for row in rows] for key in keys}
+
+
+def _count(columns: EvaluationColumns) -> int:
+    lengths = {len(values) for values in columns.values()}
+    if len(lengths) > 1:
+        raise StoreError(f"evaluation columns of unequal lengths: {sorted(lengths)}")
+    return lengths.pop() if lengths else 0
+
+
+def evaluation_table(project_id: str, columns: EvaluationColumns, count: int) -> pa.Table:
+    """One Arrow batch of ``count`` evaluation rows given as columns, all stored under
+    ``project_id``; a column not given takes its default (``None`` when it has none)."""
+    required = sorted(_REQUIRED - {"project_id"})
+    if not all(key in columns and all(columns[key]) for key in required):
+        for index in range(count):
+            missing = [key for key in required if key not in columns or not columns[key][index]]
+            if missing:
+                raise StoreError(f"evaluation row {index} has no {', '.join(missing)}")
+    arrays = []
     try:
-        return pa.Table.from_pylist(prepared, schema=SCHEMA)
+        for field in SCHEMA:
+            if field.name == "project_id":
+                arrays.append(pa.array([project_id] * count, field.type))
+                continue
+            values = columns.get(field.name)
+            if values is None:
+                values = [_DEFAULTS.get(field.name)] * count
+            arrays.append(pa.array(values, field.type))
+        return pa.Table.from_arrays(arrays, schema=SCHEMA)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise StoreError(f"malformed evaluation rows: {exc}") from exc
 
@@ -283,9 +306,15 @@ class Evaluations:
         paired rerun (the activation record's ``rerun_id``) are stored but not copied: rerun
         traffic never counts in the production scorecards. A judge's row that cost tokens is
         also entered in the spend ledger (``judge_spend``), which nothing replaces."""
-        if not evaluations:
+        return self.write_columns(project_id, row_columns(evaluations))
+
+    def write_columns(self, project_id: str, columns: EvaluationColumns) -> int:
+        """:meth:`write` of rows given as columns (the scheduler builds its batches so: no
+        dict per row)."""
+        count = _count(columns)
+        if not count:
             return 0
-        table = evaluation_table(project_id, evaluations)
+        table = evaluation_table(project_id, columns, count)
         rollups = self._store.scorecards.rollups
         rollups.ready()  # asked before the first row lands: an empty store needs no backfill
         self.digests_ready()  # the same
@@ -294,25 +323,28 @@ class Evaluations:
         self._store.insert_select(
             "evaluation_digests", _DIGEST_COLUMNS, _DIGEST_SELECT, table, STRUCTURE
         )
-        production = [i for i, row in enumerate(evaluations) if not row.get("activation_rerun_id")]
-        started = [str(evaluations[i].get("activation_started_at") or "") for i in production]
+        reruns = columns.get("activation_rerun_id")
+        production = (
+            [i for i, rerun in enumerate(reruns) if not rerun] if reruns else list(range(count))
+        )
+        starts = columns.get("activation_started_at")
+        started = [str(starts[i] or "") for i in production] if starts else []
         copied = table
-        if len(production) < len(evaluations):
+        if len(production) < count:
             copied = table.take(pa.array(production, pa.int64()))
         rollups.record(project_id, copied, started)
         # last: a retry after a failure above writes the evaluations again (they replace),
         # and the ledger, which nothing replaces, only once
-        paid = [
-            i
-            for i, row in enumerate(evaluations)
-            if row.get("judge_model") and (row.get("cost_usd") or row.get("tokens"))
-        ]
+        models = columns.get("judge_model")
+        costs = columns.get("cost_usd") or [None] * count
+        tokens = columns.get("tokens") or [None] * count
+        paid = [i for i in range(count) if models[i] and (costs[i] or tokens[i])] if models else []
         if paid:
             spent = table.take(pa.array(paid, pa.int64()))
             self._store.insert_select(
                 "judge_spend", _SPENT_COLUMNS, _SPENT_SELECT, spent, STRUCTURE
             )
-        return len(evaluations)
+        return count
 
     def for_activation(
         self, project_id: str, activation_id: str, *, skill: str | None = None

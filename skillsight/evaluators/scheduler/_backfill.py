@@ -76,7 +76,7 @@ def backfill(
         scored = score_activations(chunk, assembler, registry=registry, chosen=chosen)
         stamp = time.time_ns() // 1000
         try:
-            store.evaluations.write(project_id, scored.rows(stamp))
+            store.evaluations.write_columns(project_id, scored.columns(stamp))
         except SkillsightError as exc:
             message = f"writing evaluations failed after {offset} activations: {exc}"
             raise SkillsightError(message) from exc

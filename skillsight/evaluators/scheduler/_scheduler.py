@@ -297,7 +297,7 @@ class EvaluationScheduler:
             )
         if not scored.evaluations:
             return 0
-        return self.store.evaluations.write(project_id, scored.rows(evaluated_at_us))
+        return self.store.evaluations.write_columns(project_id, scored.columns(evaluated_at_us))
 
     async def _retried(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` in a worker thread, again after a store error, waiting longer each time."""

@@ -14,10 +14,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from skillsight.evaluators._baseline import stored_baseline
 from skillsight.evaluators._context import EvaluationContext
-from skillsight.evaluators._model import ERROR, Evaluation
+from skillsight.evaluators._model import ERROR, Evaluation, evaluation_columns
 from skillsight.evaluators._registry import Registry, run_evaluators
 from skillsight.evaluators._skill_selection import stored_catalogue
 from skillsight.evaluators._views import shared_views
@@ -50,17 +51,16 @@ class Scored:
     """Per activation id of a paired rerun's session, its run (its rows stay out of the
     production scorecards)."""
 
-    def rows(self, evaluated_at_us: int) -> list[dict[str, object]]:
-        """The evaluations as rows of the store, each naming the rebuild it scored, the
-        activation's start and, for rerun traffic, its run."""
-        rows = []
-        for e in self.evaluations:
-            row = e.to_row(evaluated_at_us, self.rebuilt_at.get(e.activation_id, ""))
-            row["activation_digest"] = self.digests.get(e.activation_id, "")
-            row["activation_started_at"] = self.started_at.get(e.activation_id, "")
-            row["activation_rerun_id"] = self.rerun_id.get(e.activation_id, "")
-            rows.append(row)
-        return rows
+    def columns(self, evaluated_at_us: int) -> dict[str, list[Any]]:
+        """The evaluations as columns of the store's rows (``Store.evaluations.write_columns``),
+        each naming the rebuild it scored, the activation's start and, for rerun traffic, its
+        run."""
+        columns = evaluation_columns(self.evaluations, evaluated_at_us, self.rebuilt_at)
+        ids = columns["activation_id"]
+        columns["activation_digest"] = [self.digests.get(i, "") for i in ids]
+        columns["activation_started_at"] = [self.started_at.get(i, "") for i in ids]
+        columns["activation_rerun_id"] = [self.rerun_id.get(i, "") for i in ids]
+        return columns
 
 
 def score_activations(
