@@ -45,22 +45,37 @@ class Baseline:
         )
 
 
+# The stored baselines' encoder, made once (``json.dumps`` with options builds one per call).
+_BASELINE = json.JSONEncoder(separators=(",", ":"))
+# The text of each baseline stored lately, by the object: a skill's baseline is one object
+# until its next sample (``RollingBaseline``), compared with every activation of the skill a
+# batch holds; the entry keeps the object, so its id names no other meanwhile.
+_STORED: dict[int, tuple[Baseline, str]] = {}
+_STORED_MAX = 1024
+
+
 def stored_baseline(baseline: Baseline | None) -> str:
     """``baseline`` as the JSON an evaluation row keeps (``"null"``: none yet); floats exactly,
     a NaN median (a duration unknown) as ``null``."""
     if baseline is None:
         return "null"
+    kept = _STORED.get(id(baseline))
+    if kept is not None and kept[0] is baseline:
+        return kept[1]
     # as floats: a median of ints is an int, the same baseline read back a float
     medians = [float(m) for m in (baseline.tool_calls, baseline.tokens, baseline.duration_ms)]
-    return json.dumps(
+    text: str = _BASELINE.encode(
         {
             "tool_calls": medians[0] if math.isfinite(medians[0]) else None,
             "tokens": medians[1] if math.isfinite(medians[1]) else None,
             "duration_ms": medians[2] if math.isfinite(medians[2]) else None,
             "samples": baseline.samples,
-        },
-        separators=(",", ":"),
+        }
     )
+    if len(_STORED) >= _STORED_MAX:
+        _STORED.clear()
+    _STORED[id(baseline)] = (baseline, text)
+    return text
 
 
 def restored_baseline(text: str) -> Baseline | None:

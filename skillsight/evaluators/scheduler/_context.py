@@ -41,6 +41,7 @@ from skillsight.store.records import Activation, VisibleSkill
 log = logging.getLogger(__name__)
 
 _OBSERVED_MAX = 100_000  # activation ids remembered so a rescored one is not counted twice
+_RECORDED_MAX = 4096  # catalogue entries whose recorded manifest is kept
 
 
 @lru_cache(maxsize=4096)
@@ -175,6 +176,10 @@ class ContextAssembler:
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
         self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
+        # Per catalogue entry (by the object, which the entry kept here stays), the manifest it
+        # records: one entry serves every activation of its skill until the catalogue is read
+        # again.
+        self._recorded: dict[int, tuple[SkillEntry, SkillManifest | None]] = {}
         self._baselines: dict[str, RollingBaseline] = {}
         self._observed: OrderedDict[str, None] = OrderedDict()
         # Per (project, activation id), the baseline it was compared with before it was
@@ -228,7 +233,7 @@ class ContextAssembler:
         if manifest is None and entry is not None:
             # a catalogue pushed from elsewhere (POST /api/v1/skills): the folder is not on
             # this machine, its SKILL.md as recorded is
-            manifest = recorded_manifest(entry)
+            manifest = self._recorded_manifest(entry)
         if (
             manifest is not None
             and activation.skill_version
@@ -426,6 +431,18 @@ class ContextAssembler:
             if baseline is None:
                 baseline = self._baselines[project_id] = RollingBaseline()
             return baseline
+
+    def _recorded_manifest(self, entry: SkillEntry) -> SkillManifest | None:
+        with self._lock:
+            kept = self._recorded.get(id(entry))
+        if kept is not None and kept[0] is entry:
+            return kept[1]
+        manifest = recorded_manifest(entry)
+        with self._lock:
+            if len(self._recorded) >= _RECORDED_MAX:  # catalogues read again since
+                self._recorded.clear()
+            self._recorded[id(entry)] = (entry, manifest)
+        return manifest
 
     def _manifest(self, folder: Path | None) -> SkillManifest | None:
         if folder is None:

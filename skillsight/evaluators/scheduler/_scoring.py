@@ -161,20 +161,23 @@ def score_activations(
     )
 
 
+# What inputs_digest encodes with, made once (``json.dumps`` with options builds one per call).
+_SHOWN = json.JSONEncoder(ensure_ascii=False)
+
+
 def inputs_digest(record_digest: str, context: EvaluationContext, *, later: bool) -> str:
     """A digest of all an evaluator whose record decides (``Evaluator.record_decides``) is
     shown of an activation: its record (``record_digest``), the skill's version as loaded, the
     baseline and catalogue it is compared with, and, ``later`` (an evaluator that reads them),
     what the agent said after it in the turn."""
     manifest = context.manifest
-    text = json.dumps(
+    text = _SHOWN.encode(
         [
             record_digest,
             manifest.version if manifest is not None else None,
             stored_baseline(context.baseline),
             stored_catalogue(context.catalogue),
             list(context.later_messages) if later else None,
-        ],
-        ensure_ascii=False,
+        ]
     )
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
