@@ -284,6 +284,7 @@ def bench_eval(
     in an empty project and in one with history; and the scheduler scoring a backlog.
 
     Example: skillsight bench eval --activations 5000 --selection 300 --prompts 20 --history 2000000
+    --backlog 1024
     """
     from benchmarks.eval import run_eval_bench
     from benchmarks.eval_backlog import run_eval_backlog_bench

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from benchmarks.eval import CHEAP, WORKSPACE, run_eval_bench, synthetic_activations
@@ -73,3 +74,22 @@ def test_bench_eval_with_history_reports_the_hand_overs() -> None:
             assert report[where][measure] > 0, (where, measure)
         # handed over again unchanged: every verdict read back from the store and kept
         assert report[where]["kept_again"] == 4 * 6, where
+
+
+def test_bench_eval_backlog_splits_the_schedulers_cpu() -> None:
+    from benchmarks.eval_backlog import run_eval_backlog_bench
+    from skillsight.evaluators import _registry
+    from skillsight.evaluators.scheduler import _scoring
+
+    report = run_eval_backlog_bench(batch=16, batches=2)
+    # every hand-over (the untimed first one too) scored and written by all six
+    assert report["rows_written"] == 3 * 16 * 6
+    parts = ("evaluators_us", "scoring_rest_us", "write_us")
+    assert all(report[part] > 0 for part in parts), report
+    assert sum(report[part] for part in parts) == pytest.approx(
+        report["us_per_activation"], abs=0.5
+    )
+    rate = report["activations_per_cpu_s"] * report["us_per_activation"] / 1e6
+    assert rate == pytest.approx(1.0, rel=0.01)
+    # the scheduler's own function is back in place
+    assert _scoring.run_evaluators is _registry.run_evaluators  # type: ignore[attr-defined]
