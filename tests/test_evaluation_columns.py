@@ -1,4 +1,5 @@
-"""Evaluation rows written as columns: the scheduler's batches, without a dict per row.
+"""Evaluation rows written as columns: the scheduler's batches, without a dict per row; and the
+digest of what each evaluator was shown, put together from its parts.
 
 ``Store.evaluations.write_columns`` must store what ``write`` stores for the same rows, in
 every table the write fills (the evaluations, their digests, the scorecard rows and marks), and
@@ -7,6 +8,7 @@ refuse malformed columns with a clear error, writing nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -14,11 +16,15 @@ from typing import Any
 import pytest
 
 from skillsight.errors import StoreError
-from skillsight.evaluators import Evaluation, Finding
+from skillsight.evaluators import Baseline, Evaluation, EvaluationContext, Finding
+from skillsight.evaluators._baseline import stored_baseline
 from skillsight.evaluators._model import evaluation_columns, findings_json
+from skillsight.evaluators._skill_selection import stored_catalogue
 from skillsight.evaluators.scheduler import EvaluationScheduler, score_activations
+from skillsight.evaluators.scheduler._scoring import inputs_digest
 from skillsight.rebuild.finalizer import rebuild_sessions
 from skillsight.store import EmbeddedStore
+from skillsight.store.records import VisibleSkill
 from tests.support.captures import SCENARIOS, store_capture
 
 _AT_US = 1_767_225_600_000_000
@@ -122,3 +128,43 @@ def test_the_findings_column_is_the_json_it_always_was() -> None:
         [f.to_dict() for f in findings], ensure_ascii=False
     )
     assert findings_json(()) == json.dumps([]) == "[]"
+
+
+def _shown_as_json(record: str, context: EvaluationContext, later: bool) -> str:
+    """The digest as it was first defined: blake2b of ``json.dumps`` of the list."""
+    manifest = context.manifest
+    text = json.dumps(
+        [
+            record,
+            manifest.version if manifest is not None else None,
+            stored_baseline(context.baseline),
+            stored_catalogue(context.catalogue),
+            list(context.later_messages) if later else None,
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@pytest.mark.parametrize("later", [False, True])
+def test_the_inputs_digest_is_the_one_stored_rows_hold(later: bool) -> None:
+    """Stored rows keep ``inputs_hash``; a digest written another way would score every
+    stored activation again. Texts with quotes, newlines, control and non-ASCII characters."""
+    catalogue = (
+        VisibleSkill(name="pdf", description='Fill "PDF" forms\nand sign them'),
+        VisibleSkill(name="café", description="Résumé ☕ \u2028 tabs\there \x01 done"),
+    )
+    contexts = [
+        EvaluationContext(),
+        EvaluationContext(
+            baseline=Baseline(tool_calls=3, tokens=1200.5, duration_ms=float("nan"), samples=9),
+            catalogue=catalogue,
+            later_messages=('now "the other" skill', "line\nbreak", "naïve \\ path"),
+        ),
+    ]
+    for context in contexts:
+        for record in ("0" * 32, 'a"b\\c'):
+            # twice: the second reads what the first kept (the catalogue's encoding)
+            for _ in range(2):
+                got = inputs_digest(record, context, later=later)
+                assert got == _shown_as_json(record, context, later)

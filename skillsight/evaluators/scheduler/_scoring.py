@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from skillsight.evaluators._views import shared_views
 from skillsight.evaluators.scheduler._context import ContextAssembler, LaterMessages
 from skillsight.evaluators.scheduler._policy import Policy
 from skillsight.store import ScoredBefore
-from skillsight.store.records import Activation
+from skillsight.store.records import Activation, VisibleSkill
 
 __all__ = ["Scored", "inputs_digest", "score_activations"]
 
@@ -163,21 +163,38 @@ def score_activations(
 
 # What inputs_digest encodes with, made once (``json.dumps`` with options builds one per call).
 _SHOWN = json.JSONEncoder(ensure_ascii=False)
+# What that encoder writes for a text (``encode_basestring``, as ``ensure_ascii=False`` picks).
+_TEXT: Callable[[str], str] = json.encoder.encode_basestring
+# The catalogue last shown, encoded: one object serves a batch's activations, and its text
+# (kilobytes of names and descriptions) is what each digest would otherwise escape again.
+_last_catalogue: tuple[object, str] = ((), _TEXT("[]"))
+
+
+def _encoded_catalogue(catalogue: Sequence[VisibleSkill]) -> str:
+    global _last_catalogue
+    last, encoded = _last_catalogue
+    if catalogue is not last:
+        encoded = _TEXT(stored_catalogue(catalogue))
+        _last_catalogue = (catalogue, encoded)
+    return encoded
 
 
 def inputs_digest(record_digest: str, context: EvaluationContext, *, later: bool) -> str:
     """A digest of all an evaluator whose record decides (``Evaluator.record_decides``) is
     shown of an activation: its record (``record_digest``), the skill's version as loaded, the
     baseline and catalogue it is compared with, and, ``later`` (an evaluator that reads them),
-    what the agent said after it in the turn."""
+    what the agent said after it in the turn: the blake2b of the JSON list of them as
+    ``json.dumps(..., ensure_ascii=False)`` writes it, put together from its items' encodings
+    (the same text, the catalogue's encoded once)."""
     manifest = context.manifest
-    text = _SHOWN.encode(
+    version = manifest.version if manifest is not None else None
+    text = ", ".join(
         [
-            record_digest,
-            manifest.version if manifest is not None else None,
-            stored_baseline(context.baseline),
-            stored_catalogue(context.catalogue),
-            list(context.later_messages) if later else None,
+            _TEXT(record_digest),
+            _TEXT(version) if isinstance(version, str) else _SHOWN.encode(version),
+            _TEXT(stored_baseline(context.baseline)),
+            _encoded_catalogue(context.catalogue),
+            _SHOWN.encode(list(context.later_messages)) if later else "null",
         ]
     )
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(f"[{text}]".encode(), digest_size=16).hexdigest()
