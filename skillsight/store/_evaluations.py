@@ -1,7 +1,8 @@
 """The ``evaluations`` table (migration 0005): one row per (activation, evaluator, version).
 
-The store takes plain dicts (what ``Evaluation.to_row`` in :mod:`skillsight.evaluators` gives):
-the store never imports the evaluators, which sit above it. A row with the key of an earlier one
+The store takes plain values, a dict per row (what ``Evaluation.to_row`` in
+:mod:`skillsight.evaluators` gives) or a list per column (the scheduler's batches): the store
+never imports the evaluators, which sit above it. A row with the key of an earlier one
 replaces it; reads take the newest row of each key.
 """
 
