@@ -2,8 +2,8 @@
 
 - the project's skill catalogue (``Store.skills.contracts``, re-read every ``catalogue_ttl_s``):
   the skills the agent could see, for telemetry that does not list them;
-- the skill's manifest, when its SKILL.md is readable on this machine (the catalogue's source
-  URI, else the activation's contract) and is the version the activation ran;
+- the skill's manifest, as :mod:`._manifests` finds it (its SKILL.md on this machine, else as
+  the catalogue recorded it) when it is the version the activation ran;
 - the project's rolling per-skill baseline of earlier production activations (a paired
   rerun's are scored against it, never added to it). Online (``seed=True``), a
   skill's baseline starts from the activations already stored the first time the skill is seen,
@@ -22,65 +22,21 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
-from skillsight.errors import SkillError
 from skillsight.evaluators._baseline import Baseline, RollingBaseline, restored_baseline
 from skillsight.evaluators._context import EvaluationContext
 from skillsight.evaluators._efficiency import EfficiencyEvaluator
 from skillsight.evaluators._model import Evaluation
 from skillsight.evaluators._skill_selection import SkillSelectionEvaluator, restored_catalogue
 from skillsight.evaluators.judges import judge_context
+from skillsight.evaluators.scheduler._manifests import SkillManifests
 from skillsight.rebuild.trajectories.atif import Trajectory
-from skillsight.skills import SkillManifest, load_skill
 from skillsight.store import ScoredBefore, SkillEntry, Store
 from skillsight.store.records import Activation, VisibleSkill
 
 log = logging.getLogger(__name__)
 
 _OBSERVED_MAX = 100_000  # activation ids remembered so a rescored one is not counted twice
-_RECORDED_MAX = 4096  # catalogue entries whose recorded manifest is kept
-
-
-@lru_cache(maxsize=4096)
-def skill_folder(source_uri: str) -> Path | None:
-    """The local folder a ``file:`` URI (or absolute path) of a skill names, if any (kept per
-    URI: each activation handed over asks it of its skill's, and a path is parsed in ~6 µs)."""
-    if not source_uri:
-        return None
-    path = unquote(urlsplit(source_uri).path) if source_uri.startswith("file:") else source_uri
-    if not path.startswith("/"):
-        return None
-    folder = Path(path)
-    return folder.parent if folder.name == "SKILL.md" else folder
-
-
-@lru_cache(maxsize=4096)
-def _skill_md(folder: Path) -> Path:
-    return folder / "SKILL.md"
-
-
-def recorded_manifest(entry: SkillEntry) -> SkillManifest | None:
-    """The skill as the catalogue recorded it (frontmatter, body, scripts, version), for a
-    folder this machine cannot read; None when the entry lacks the body."""
-    body = entry.get("body")
-    if body is None:
-        return None
-    uri = str(entry.get("source_uri") or "")
-    folder = skill_folder(uri) or Path("/") / str(entry["name"])
-    return SkillManifest(
-        name=str(entry["name"]),
-        description=str(entry.get("description") or ""),
-        allowed_tools=entry.get("allowed_tools"),
-        body=str(body),
-        path=folder,
-        skill_md=folder / "SKILL.md",
-        version=str(entry.get("version") or ""),
-        frontmatter=dict(entry.get("frontmatter") or {}),
-        scripts=list(entry.get("scripts") or []),
-    )
 
 
 class LaterMessages:
@@ -175,11 +131,7 @@ class ContextAssembler:
         (:meth:`stored_scores`)."""
         self._seeded: set[tuple[str, str]] = set()
         self._catalogues: dict[str, tuple[float, Mapping[str, SkillEntry]]] = {}
-        self._manifests: dict[tuple[Path, int], SkillManifest | None] = {}
-        # Per catalogue entry (by the object, which the entry kept here stays), the manifest it
-        # records: one entry serves every activation of its skill until the catalogue is read
-        # again.
-        self._recorded: dict[int, tuple[SkillEntry, SkillManifest | None]] = {}
+        self._manifests = SkillManifests()
         self._baselines: dict[str, RollingBaseline] = {}
         self._observed: OrderedDict[str, None] = OrderedDict()
         # Per (project, activation id), the baseline it was compared with before it was
@@ -225,21 +177,7 @@ class ContextAssembler:
         its stored judge verdicts (:meth:`stored_scores`)."""
         entries = self.catalogue(activation.project_id)
         visible = self._shown_with(activation, entries)
-        entry = entries.get(activation.skill_name)
-        uri = entry["source_uri"] if entry is not None else ""
-        if not uri and activation.contract is not None:
-            uri = activation.contract.source_uri
-        manifest = self._manifest(skill_folder(uri))
-        if manifest is None and entry is not None:
-            # a catalogue pushed from elsewhere (POST /api/v1/skills): the folder is not on
-            # this machine, its SKILL.md as recorded is
-            manifest = self._recorded_manifest(entry)
-        if (
-            manifest is not None
-            and activation.skill_version
-            and manifest.version != activation.skill_version
-        ):
-            manifest = None  # the folder changed since it ran: judge by the record alone
+        manifest = self._manifests.of(activation, entries.get(activation.skill_name))
         if self.seed:
             self._seed(activation)
         context = EvaluationContext(
@@ -431,35 +369,3 @@ class ContextAssembler:
             if baseline is None:
                 baseline = self._baselines[project_id] = RollingBaseline()
             return baseline
-
-    def _recorded_manifest(self, entry: SkillEntry) -> SkillManifest | None:
-        with self._lock:
-            kept = self._recorded.get(id(entry))
-        if kept is not None and kept[0] is entry:
-            return kept[1]
-        manifest = recorded_manifest(entry)
-        with self._lock:
-            if len(self._recorded) >= _RECORDED_MAX:  # catalogues read again since
-                self._recorded.clear()
-            self._recorded[id(entry)] = (entry, manifest)
-        return manifest
-
-    def _manifest(self, folder: Path | None) -> SkillManifest | None:
-        if folder is None:
-            return None
-        try:
-            stamp = _skill_md(folder).stat().st_mtime_ns
-        except OSError:
-            return None
-        key = (folder, stamp)
-        with self._lock:
-            if key in self._manifests:
-                return self._manifests[key]
-        try:
-            manifest: SkillManifest | None = load_skill(folder)
-        except (SkillError, OSError) as exc:
-            log.warning("cannot load the skill in %s: %s", folder, exc)
-            manifest = None
-        with self._lock:
-            self._manifests[key] = manifest
-        return manifest
