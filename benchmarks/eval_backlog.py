@@ -23,35 +23,17 @@ import gc
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from benchmarks.eval import CHEAP, synthetic_activations
+from benchmarks.rebuild_prompts import CpuClock
 from skillsight.config import Settings
 from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.store import EmbeddedStore
 
 PROJECT = "backlog"
 T = TypeVar("T")
-
-
-class _Clock:
-    """CPU seconds spent inside the wrapped calls (the scheduler's worker threads included:
-    process time)."""
-
-    def __init__(self) -> None:
-        self.cpu = 0.0
-
-    def wrap(self, fn: Callable[..., T]) -> Callable[..., T]:
-        def timed(*args: Any, **kwargs: Any) -> T:
-            started = time.process_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                self.cpu += time.process_time() - started
-
-        return timed
 
 
 def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, Any]:
@@ -66,7 +48,7 @@ def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, 
     for activations in handed:
         for activation in activations:
             activation.stampless_json()  # what the finalizer's write of the rebuild made
-    evaluators, write = _Clock(), _Clock()
+    evaluators, write = CpuClock(), CpuClock()
     defaults = gc.get_threshold()
     young = Settings.load().gc_young_threshold
     totals: list[float] = []

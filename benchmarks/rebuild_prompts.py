@@ -59,8 +59,8 @@ def prompt_rows(
     return spans, events
 
 
-class _Clock:
-    """CPU seconds spent inside the wrapped calls."""
+class CpuClock:
+    """CPU seconds spent inside the wrapped calls (process time: every thread's)."""
 
     def __init__(self) -> None:
         self.cpu = 0.0
@@ -89,7 +89,7 @@ def run_many_prompts_bench(
     rebuild whole, ``whole`` the session read and rebuilt whole every time."""
     if mode not in MODES:
         raise ValueError(f"mode is one of {', '.join(MODES)}")
-    algorithm, write = _Clock(), _Clock()
+    algorithm, write = CpuClock(), CpuClock()
     rebuild = None if mode == "extended" else algorithm.wrap(default_rebuild())
     extend = algorithm_module.rebuild_or_extend
     algorithm_module.rebuild_or_extend = algorithm.wrap(extend)
