@@ -24,7 +24,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from benchmarks.eval import CHEAP, synthetic_activations
 from benchmarks.rebuild_prompts import CpuClock
@@ -33,7 +33,6 @@ from skillsight.evaluators.scheduler import EvaluationScheduler
 from skillsight.store import EmbeddedStore
 
 PROJECT = "backlog"
-T = TypeVar("T")
 
 
 def run_eval_backlog_bench(*, batch: int = 1024, batches: int = 5) -> dict[str, Any]:
