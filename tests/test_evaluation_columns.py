@@ -87,6 +87,49 @@ def test_columns_store_what_rows_store_in_every_table(tmp_path: Path) -> None:
     assert rows_way == columns_way
 
 
+# Columns stored as given (evaluated_at is stored as a time, the project as the write's).
+_AS_GIVEN = (
+    "activation_id evaluator evaluator_version skill_name skill_version score passed label "
+    "reason evidence_step_ids evidence_tool_call_ids findings error judge_model tokens cost_usd "
+    "latency_ms activation_rebuilt_at unseen inputs_hash compared_with activation_digest"
+).split()
+
+
+def test_each_stored_row_holds_what_its_columns_say(tmp_path: Path) -> None:
+    """Read back, not only compared with the rows' way (which now goes through the same
+    columns): every value of every evaluation row, the scorecard copy of each production row,
+    and one hour mark per (skill, start day, hour)."""
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        store.migrate()
+        scored = _scored(store)
+        columns = scored.columns(_AT_US)
+        assert store.evaluations.write_columns("p", columns) == len(scored.evaluations)
+        keys = list(zip(*(columns[k] for k in ("activation_id", "evaluator")), strict=True))
+        want = {key: {name: columns[name][i] for name in _AS_GIVEN} for i, key in enumerate(keys)}
+        found = store.query(
+            "SELECT *, toUnixTimestamp64Micro(evaluated_at) AS at_us FROM evaluations FINAL"
+        )
+        assert len(found) == len(want)
+        assert all(row["project_id"] == "p" and row["at_us"] == _AT_US for row in found)
+        assert {
+            (row["activation_id"], row["evaluator"]): {name: row[name] for name in _AS_GIVEN}
+            for row in found
+        } == want
+        assert any(row["findings"] != "[]" for row in found)  # findings were written, too
+        copied = store.query("SELECT count() AS n FROM scorecard_rows FINAL")
+        assert copied == [{"n": len(want)}]
+        # the write's own marks (one moment per statement; the rebuild marked before it)
+        marks = store.query(
+            "SELECT count() AS n, uniqExact(skill_name, day, hour) AS hours "
+            "FROM scorecard_hour_marks "
+            "WHERE marked_at = (SELECT max(marked_at) FROM scorecard_hour_marks)"
+        )
+        assert marks[0]["n"] == marks[0]["hours"] > 0  # written once per hour, not per row
+    finally:
+        store.close()
+
+
 def _one(**changes: Any) -> dict[str, list[Any]]:
     evaluation = Evaluation("a1", "security", "1", 1.0, True, "pass", "fine", project_id="p")
     columns = evaluation_columns([evaluation, evaluation], _AT_US, {})
