@@ -89,10 +89,29 @@ def test_columns_store_what_rows_store_in_every_table(tmp_path: Path) -> None:
 
 # Columns stored as given (evaluated_at is stored as a time, the project as the write's).
 _AS_GIVEN = (
-    "activation_id evaluator evaluator_version skill_name skill_version score passed label "
-    "reason evidence_step_ids evidence_tool_call_ids findings error judge_model tokens cost_usd "
-    "latency_ms activation_rebuilt_at unseen inputs_hash compared_with activation_digest"
-).split()
+    "activation_id",
+    "evaluator",
+    "evaluator_version",
+    "skill_name",
+    "skill_version",
+    "score",
+    "passed",
+    "label",
+    "reason",
+    "evidence_step_ids",
+    "evidence_tool_call_ids",
+    "findings",
+    "error",
+    "judge_model",
+    "tokens",
+    "cost_usd",
+    "latency_ms",
+    "activation_rebuilt_at",
+    "unseen",
+    "inputs_hash",
+    "compared_with",
+    "activation_digest",
+)
 
 
 def test_each_stored_row_holds_what_its_columns_say(tmp_path: Path) -> None:
