@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[server,claude,grpc,dev]'
 # the web UI's browser tests drive Debian's chromium through Playwright (no browser download)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+# `bench instructions` (and its test) count instructions with valgrind's callgrind
+	command -v valgrind >/dev/null || (apt-get update -qq && apt-get install -y -qq valgrind)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -45,6 +47,7 @@ bench: $(STAMP)
 	$(PY) -m benchmarks rebuild
 	$(PY) -m benchmarks eval
 	$(PY) -m benchmarks inserts
+	$(PY) -m benchmarks instructions
 	$(PY) -m benchmarks eval-latency
 	$(PY) -m benchmarks judges
 	$(PY) -m benchmarks scorecard --data .skillsight/bench-scorecard --keep

@@ -321,6 +321,42 @@ def bench_eval(
         print(json.dumps(report, indent=2))
 
 
+@app.command("instructions")
+def bench_instructions(
+    sessions: Annotated[
+        int, typer.Option("--sessions", help="Sessions rebuilt by the algorithm (0 skips it).")
+    ] = 50,
+    steps: Annotated[int, typer.Option("--steps", help="Steps per session.")] = 20,
+    activations: Annotated[
+        int,
+        typer.Option("--activations", help="Activations scored by the six cheap evaluators."),
+    ] = 1000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Count machine instructions per activation (callgrind) of the rebuild algorithm and of
+    the six cheap evaluators: the same in every run of the same code, so a change of a few
+    percent shows where CPU time on a busy machine cannot (`bench compare --only
+    instructions`). Needs valgrind.
+
+    Example: skillsight bench instructions --sessions 50 --activations 1000
+    """
+    from benchmarks.instructions import run_instructions_bench
+
+    try:
+        report = run_instructions_bench(sessions=sessions, steps=steps, activations=activations)
+    except SkillsightError as exc:
+        raise fail(str(exc)) from exc
+    table = Table(title="instructions per activation (callgrind, PYTHONHASHSEED=0)")
+    table.add_column("workload")
+    table.add_column("activations", justify="right")
+    table.add_column("instructions per activation", justify="right")
+    for name, part in report.items():
+        table.add_row(name, f"{part['activations']:,}", f"{part['instructions_per_activation']:,}")
+    console.print(table)
+    if as_json:
+        print(json.dumps(report, indent=2))
+
+
 @app.command("inserts")
 def bench_inserts(
     rounds: Annotated[
