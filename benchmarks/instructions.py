@@ -15,10 +15,12 @@ warm-up run are left out:
   activations of ``bench eval``, with a service process's collector thresholds.
 
 The children run with a fixed hash seed (``PYTHONHASHSEED=0``): with string hashes random,
-sets and dicts iterate in another order in each process. An instruction is not a fixed share of
-a second (a cache miss costs more than an add), so this complements the CPU-time figures: it
-says whether a change does less work, and ``bench compare --only instructions`` gives the exact
-ratio.
+sets and dicts iterate in another order in each process. A count repeats to within 0.01% in one
+folder; the same code in another folder (``bench compare``'s worktree) counts up to ~0.4% apart,
+since the memory layout moves the interpreter's method cache and dict probes. An instruction
+is not a fixed share of a second (a cache miss costs more than an add), so this complements the
+CPU-time figures: it says whether a change does less work, and ``bench compare --only
+instructions`` gives the ratio.
 """
 
 from __future__ import annotations
@@ -143,6 +145,16 @@ def _counted(valgrind: str, args: list[str]) -> tuple[int, dict[str, Any]]:
 # -- the children ------------------------------------------------------------------------------
 
 
+def _settled() -> None:
+    """Every object made so far collected or frozen out of the collector, its counts at zero:
+    a collection during the counted run then depends on the run alone. Without it, how much the
+    imports left in each generation (more or less with the tree's path) decides when the older
+    generations are collected and how much they walk: the same code counted 1.6% apart in two
+    folders."""
+    gc.collect()
+    gc.freeze()
+
+
 def _rebuild_child(rows_file: Path) -> dict[str, Any]:
     from skillsight.rebuild.finalizer import default_rebuild, gc_paused
 
@@ -162,6 +174,7 @@ def _rebuild_child(rows_file: Path) -> dict[str, Any]:
         return sum(len(b.activations) for b in built)
 
     run()  # imports, caches and the first call's set-up: not counted
+    _settled()
     activations = operator.call(run)
     return {"activations": activations}
 
@@ -189,8 +202,7 @@ def _evaluators_child(count: int) -> dict[str, Any]:
 
     registry = deterministic_registry()
     run_evaluators(found[:200], context, registry=registry, names=CHEAP)  # warm caches, imports
-    gc.collect()
-    gc.freeze()  # the corpus is input, not what a scheduler holds (as ``bench eval``)
+    _settled()  # the corpus is input, not what a scheduler holds (as ``bench eval``)
     young = Settings.load().gc_young_threshold
     if young > 0:
         gc.set_threshold(young, *gc.get_threshold()[1:])
