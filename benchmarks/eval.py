@@ -237,7 +237,12 @@ def run_eval_bench(*, activations: int, selection: int, console: Console) -> dic
     return report
 
 
-def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any]:
+def synthetic_workload(
+    count: int, *, rows: int
+) -> tuple[list[Activation], Callable[[Activation], EvaluationContext]]:
+    """``count`` synthetic activations (:func:`synthetic_activations`) and each one's context as
+    the cheap evaluators are measured with it: its skill's manifest, a baseline of 200 samples
+    and the workspace."""
     acts, skills = synthetic_activations(count, rows=rows)
     baseline = Baseline(tool_calls=3, tokens=3000, duration_ms=8000, samples=200)
     contexts = {
@@ -248,6 +253,11 @@ def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any
     def context(a: Activation) -> EvaluationContext:
         return contexts[a.skill_name]
 
+    return acts, context
+
+
+def _cheap(count: int, rows: int, label: str, console: Console) -> dict[str, Any]:
+    acts, context = synthetic_workload(count, rows=rows)
     registry = deterministic_registry()
     text = sum(len(c.result or "") for a in acts for c in a.tool_calls) / len(acts)
     console.print(

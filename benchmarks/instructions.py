@@ -180,26 +180,11 @@ def _rebuild_child(rows_file: Path) -> dict[str, Any]:
 
 
 def _evaluators_child(count: int) -> dict[str, Any]:
-    from benchmarks.eval import CHEAP, WORKSPACE, synthetic_activations
+    from benchmarks.eval import CHEAP, synthetic_workload
     from skillsight.config import Settings
-    from skillsight.evaluators import (
-        Baseline,
-        EvaluationContext,
-        deterministic_registry,
-        run_evaluators,
-    )
-    from skillsight.store.records import Activation
+    from skillsight.evaluators import deterministic_registry, run_evaluators
 
-    found, skills = synthetic_activations(count, rows=3)
-    baseline = Baseline(tool_calls=3, tokens=3000, duration_ms=8000, samples=200)
-    contexts = {
-        m.name: EvaluationContext(manifest=m, baseline=baseline, workspace=WORKSPACE)
-        for m, _ in skills
-    }
-
-    def context(activation: Activation) -> EvaluationContext:
-        return contexts[activation.skill_name]
-
+    found, context = synthetic_workload(count, rows=3)
     registry = deterministic_registry()
     run_evaluators(found[:200], context, registry=registry, names=CHEAP)  # warm caches, imports
     _settled()  # the corpus is input, not what a scheduler holds (as ``bench eval``)
