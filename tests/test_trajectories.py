@@ -324,6 +324,42 @@ def test_rows_without_ids_are_refused_clearly() -> None:
         rebuild_session([], [{"event_name": "claude_code.user_prompt"}])
 
 
+def test_a_rows_texts_are_strings_whatever_its_fields_hold() -> None:
+    """A row of strings is taken as it is; one field of another type (a number, None, a
+    missing key) sends the whole row through the field-by-field conversion."""
+    from skillsight.rebuild.trajectories._rows import Event, Span
+
+    stored = {
+        "trace_id": "t1",
+        "span_id": "s1",
+        "parent_span_id": "",
+        "name": "chat",
+        "source_convention": "claude_code",
+        "operation": "chat",
+        "tool_call_id": "toolu_1",
+    }
+    span = Span(stored)
+    assert (span.trace_id, span.name, span.tool_call_id) == ("t1", "chat", "toolu_1")
+    for odd in ({"name": 7}, {"parent_span_id": None}, {"operation": 1.5}):
+        span = Span({**stored, **odd})
+        assert all(type(getattr(span, f)) is str for f in ("trace_id", "parent_span_id", "name"))
+        assert (span.name, span.parent_span_id) == (
+            str(odd.get("name", "chat")),
+            "",
+        )
+        assert span.operation == str(odd.get("operation", "chat"))
+    partial = dict(stored)
+    del partial["tool_call_id"]
+    assert Span(partial).tool_call_id == ""
+    event = Event({"record_id": "r1", "session_id": 42, "event_name": "claude_code.api_request"})
+    assert (event.record_id, event.session_id, event.name, event.trace_id) == (
+        "r1",
+        "42",
+        "claude_code.api_request",
+        "",
+    )
+
+
 def test_a_session_with_nothing_to_show_is_still_a_valid_document() -> None:
     rebuilt = rebuild_session([], [], session_id="s-empty")
     assert rebuilt.activations == []

@@ -45,9 +45,6 @@ def _texts(row: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     ]
 
 
-_STR_ONLY = {str}
-
-
 def _texts_of(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], Sequence[str]]:
     """:func:`_texts` of ``keys``, taken in one C call when the row has them all as strings
     (as every stored row does); any other row goes through :func:`_texts`."""
@@ -59,8 +56,10 @@ def _texts_of(keys: tuple[str, ...]) -> Callable[[Mapping[str, Any]], Sequence[s
                 values: tuple[Any, ...] = get(row)
             except KeyError:
                 return _texts(row, keys)
-            if {*map(type, values)} == _STR_ONLY:
-                return values
+            for value in values:
+                if type(value) is not str:
+                    return _texts(row, keys)
+            return values
         return _texts(row, keys)
 
     return texts
