@@ -65,22 +65,13 @@ def run_instructions_bench(
         if sessions > 0:
             rows = Path(tmp) / "rows.json"
             _save_rows(rows, sessions, steps, Path(tmp) / "store")
-            count, child = _counted(valgrind, ["rebuild", str(rows)])
             report["rebuild"] = {
                 "sessions": sessions,
                 "steps": steps,
-                "activations": child["activations"],
-                "instructions": count,
-                "instructions_per_activation": round(count / max(1, child["activations"])),
+                **_counted(valgrind, ["rebuild", str(rows)]),
             }
         if activations > 0:
-            count, child = _counted(valgrind, ["evaluators", str(activations)])
-            report["evaluators"] = {
-                "activations": child["activations"],
-                "evaluators": child["evaluators"],
-                "instructions": count,
-                "instructions_per_activation": round(count / max(1, child["activations"])),
-            }
+            report["evaluators"] = _counted(valgrind, ["evaluators", str(activations)])
     return report
 
 
@@ -99,9 +90,9 @@ def _save_rows(path: Path, sessions: int, steps: int, folder: Path) -> None:
     path.write_bytes(orjson.dumps({"keys": keys, "rows": [rows[key] for key in keys]}))
 
 
-def _counted(valgrind: str, args: list[str]) -> tuple[int, dict[str, Any]]:
-    """Instructions callgrind counted inside the child's ``operator.call``, and the child's
-    report (the JSON it printed)."""
+def _counted(valgrind: str, args: list[str]) -> dict[str, Any]:
+    """The child's report (the JSON it printed: its ``activations`` and more) with the
+    instructions callgrind counted inside its ``operator.call``, in all and per activation."""
     env = {
         **os.environ,
         "PYTHONHASHSEED": "0",
@@ -139,7 +130,9 @@ def _counted(valgrind: str, args: list[str]) -> tuple[int, dict[str, Any]]:
     if not lines:
         raise InstructionsError(f"the {args[0]} child printed no report: {done.stdout[-500:]}")
     report: dict[str, Any] = json.loads(lines[-1])
-    return count, report
+    report["instructions"] = count
+    report["instructions_per_activation"] = round(count / max(1, report["activations"]))
+    return report
 
 
 # -- the children ------------------------------------------------------------------------------
