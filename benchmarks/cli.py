@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.instruction_budgets import BUDGETS as _BUDGETS
 from skillsight.errors import SkillsightError
 
 app = typer.Typer(
@@ -331,30 +332,76 @@ def bench_instructions(
         int,
         typer.Option("--activations", help="Activations scored by the six cheap evaluators."),
     ] = 1000,
+    budget: Annotated[
+        bool,
+        typer.Option(
+            "--budget",
+            help="Count at the budget file's sizes and hold each count to its budget: exit 1 "
+            "when one is more than the tolerance over (a regression) or under (a gain to record).",
+        ),
+    ] = False,
+    record_budget: Annotated[
+        bool,
+        typer.Option(
+            "--record-budget", help="Write the counts as the budgets, with this environment."
+        ),
+    ] = False,
+    budget_file: Annotated[
+        Path,
+        typer.Option("--budget-file", help="The budgets (JSON).", show_default=False),
+    ] = _BUDGETS,
     as_json: JsonFlag = False,
 ) -> None:
     """Count machine instructions per activation (callgrind) of the rebuild algorithm and of
     the six cheap evaluators: the same in every run of the same code, so a change of a few
     percent shows where CPU time on a busy machine cannot (`bench compare --only
-    instructions`). Needs valgrind.
+    instructions`). `--budget` holds them to benchmarks/instruction_budgets.json (the suite
+    does too), in the environment it was recorded in. Needs valgrind.
 
     Example: skillsight bench instructions --sessions 50 --activations 1000
     """
+    from benchmarks import instruction_budgets as budgets
     from benchmarks.instructions import run_instructions_bench
 
     try:
+        data = budgets.load(budget_file) if budget else None
+        if data is not None:
+            counted = budgets.sizes(data)
+            sessions, steps, activations = (
+                counted["sessions"],
+                counted["steps"],
+                counted["activations"],
+            )
         report = run_instructions_bench(sessions=sessions, steps=steps, activations=activations)
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
+    verdicts = {v.workload: v for v in budgets.check(report, data)} if data else {}
     table = Table(title="instructions per activation (callgrind, PYTHONHASHSEED=0)")
     table.add_column("workload")
     table.add_column("activations", justify="right")
     table.add_column("instructions per activation", justify="right")
+    if verdicts:
+        table.add_column("budget", justify="right")
+        table.add_column("against it")
     for name, part in report.items():
-        table.add_row(name, f"{part['activations']:,}", f"{part['instructions_per_activation']:,}")
+        cells = [name, f"{part['activations']:,}", f"{part['instructions_per_activation']:,}"]
+        if name in verdicts:
+            v = verdicts[name]
+            cells += [f"{v.budget:,}" if v.budget else "-", f"{v.state}: {v.reason}"]
+        table.add_row(*cells)
     console.print(table)
+    if record_budget:
+        budgets.record(report, budget_file)
+        console.print(f"budgets recorded in {budget_file}")
     if as_json:
         print(json.dumps(report, indent=2))
+    failed = [v for v in verdicts.values() if v.failed]
+    if failed and not record_budget:
+        raise fail(
+            "; ".join(f"{v.workload} {v.state} its budget ({v.reason})" for v in failed)
+            + ". If the change is meant, record the counts: skillsight bench instructions "
+            "--budget --record-budget"
+        )
 
 
 @app.command("inserts")
