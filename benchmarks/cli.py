@@ -332,6 +332,10 @@ def bench_instructions(
         int,
         typer.Option("--activations", help="Activations scored by the six cheap evaluators."),
     ] = 1000,
+    spans: Annotated[
+        int,
+        typer.Option("--spans", help="Spans the collector screens and decodes (0 skips it)."),
+    ] = 10_000,
     budget: Annotated[
         bool,
         typer.Option(
@@ -352,39 +356,40 @@ def bench_instructions(
     ] = _BUDGETS,
     as_json: JsonFlag = False,
 ) -> None:
-    """Count machine instructions per activation (callgrind) of the rebuild algorithm and of
-    the six cheap evaluators: the same in every run of the same code, so a change of a few
-    percent shows where CPU time on a busy machine cannot (`bench compare --only
-    instructions`). `--budget` holds them to benchmarks/instruction_budgets.json (the suite
-    does too), in the environment it was recorded in. Needs valgrind.
+    """Count machine instructions (callgrind) per activation of the rebuild algorithm and of
+    the six cheap evaluators, and per span of the collector's screen and Python decoder: the
+    same in every run of the same code, so a change of a few percent shows where CPU time on a
+    busy machine cannot (`bench compare --only instructions`). `--budget` holds them to
+    benchmarks/instruction_budgets.json (the suite does too), in the environment it was
+    recorded in. Needs valgrind.
 
-    Example: skillsight bench instructions --sessions 50 --activations 1000
+    Example: skillsight bench instructions --sessions 50 --activations 1000 --spans 10000
     """
     from benchmarks import instruction_budgets as budgets
-    from benchmarks.instructions import run_instructions_bench
+    from benchmarks.instructions import per_unit, run_instructions_bench
 
     try:
         data = budgets.load(budget_file) if budget else None
         if data is not None:
             counted = budgets.sizes(data)
-            sessions, steps, activations = (
-                counted["sessions"],
-                counted["steps"],
-                counted["activations"],
-            )
-        report = run_instructions_bench(sessions=sessions, steps=steps, activations=activations)
+            sessions, steps = counted["sessions"], counted["steps"]
+            activations, spans = counted["activations"], counted["spans"]
+        report = run_instructions_bench(
+            sessions=sessions, steps=steps, activations=activations, spans=spans
+        )
     except SkillsightError as exc:
         raise fail(str(exc)) from exc
     verdicts = {v.workload: v for v in budgets.check(report, data)} if data else {}
-    table = Table(title="instructions per activation (callgrind, PYTHONHASHSEED=0)")
+    table = Table(title="instructions per unit of work (callgrind, PYTHONHASHSEED=0)")
     table.add_column("workload")
-    table.add_column("activations", justify="right")
-    table.add_column("instructions per activation", justify="right")
+    table.add_column("counted over", justify="right")
+    table.add_column("instructions per unit", justify="right")
     if verdicts:
         table.add_column("budget", justify="right")
         table.add_column("against it")
     for name, part in report.items():
-        cells = [name, f"{part['activations']:,}", f"{part['instructions_per_activation']:,}"]
+        unit, value = per_unit(part)
+        cells = [name, f"{part[unit + 's']:,} {unit}s", f"{value:,} per {unit}"]
         if name in verdicts:
             v = verdicts[name]
             cells += [f"{v.budget:,}" if v.budget else "-", f"{v.state}: {v.reason}"]

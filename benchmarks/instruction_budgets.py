@@ -1,15 +1,15 @@
 """Instruction budgets: ``bench instructions``' counts recorded, and each new count held to them.
 
 A count repeats to within 0.01% in one folder and ~0.4% across folders, so a change that makes
-the rebuild algorithm or the cheap evaluators do a few percent more work shows, where CPU-time
-figures on a shared VM cannot tell it from drift. The budget file records, per workload, the
-instructions per activation and the sizes they were counted at, with the environment that
-decides them: the interpreter, the machine's architecture, valgrind and the libraries the
-counted code runs (pydantic, orjson). A count is held to its budget only in that environment;
-elsewhere the check is not applicable and says what differs (a new pydantic release moves the
-counts with no change here). Within it, a count more than ``tolerance`` above its budget is a
-regression; more than ``tolerance`` below, a gain to record, so the budget keeps it
-(``--record-budget``).
+the rebuild algorithm, the cheap evaluators or the collector's decoding do a few percent more
+work shows, where CPU-time figures on a shared VM cannot tell it from drift. The budget file
+records, per workload, the instructions per unit (activation or span) and the sizes they were
+counted at, with the environment that decides them: the interpreter, the machine's
+architecture, valgrind and the libraries the counted code runs (pydantic, orjson, protobuf). A
+count is held to its budget only in that environment; elsewhere the check is not applicable and
+says what differs (a new pydantic release moves the counts with no change here). Within it, a
+count more than ``tolerance`` above its budget is a regression; more than ``tolerance`` below,
+a gain to record, so the budget keeps it (``--record-budget``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.instructions import per_unit
 from skillsight.errors import SkillsightError
 
 BUDGETS = Path(__file__).resolve().parent / "instruction_budgets.json"
@@ -30,8 +31,8 @@ TOLERANCE = 0.03
 """How far a count may drift from its budget: above the folder-to-folder spread (~0.4%) and
 what two x86-64 CPUs' library variants under valgrind may add, below a change worth seeing."""
 
-_LIBRARIES = ("pydantic", "pydantic-core", "orjson")
-_SIZES = ("sessions", "steps", "activations")
+_LIBRARIES = ("pydantic", "pydantic-core", "orjson", "protobuf")
+_SIZES = ("sessions", "steps", "activations", "spans")
 
 
 class BudgetError(SkillsightError):
@@ -48,6 +49,7 @@ class Verdict:
     reason: str
     budget: int = 0
     counted: int = 0
+    unit: str = "activation"
 
     @property
     def failed(self) -> bool:
@@ -91,10 +93,10 @@ def load(path: Path = BUDGETS) -> dict[str, Any]:
     if not isinstance(data.get("environment"), dict) or not isinstance(workloads, dict):
         raise BudgetError(f"{path} holds no environment and workloads: not a budget file")
     for name, entry in workloads.items():
-        if not isinstance(entry, dict) or not isinstance(
-            entry.get("instructions_per_activation"), int
-        ):
-            raise BudgetError(f"{path}: workload {name!r} has no instructions_per_activation")
+        try:
+            per_unit(entry)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise BudgetError(f"{path}: workload {name!r} has no instructions per unit") from exc
     return data
 
 
@@ -106,6 +108,7 @@ def sizes(data: dict[str, Any]) -> dict[str, int]:
         "sessions": int(rebuild.get("sessions", 0)),
         "steps": int(rebuild.get("steps", 20)),
         "activations": int(workloads.get("evaluators", {}).get("activations", 0)),
+        "spans": int(workloads.get("ingest", {}).get("spans", 0)),
     }
 
 
@@ -117,7 +120,7 @@ def record(report: dict[str, Any], path: Path = BUDGETS) -> dict[str, Any]:
         "workloads": {
             name: {
                 **{key: part[key] for key in _SIZES if key in part},
-                "instructions_per_activation": part["instructions_per_activation"],
+                "instructions_per_" + per_unit(part)[0]: per_unit(part)[1],
             }
             for name, part in report.items()
         },
@@ -139,19 +142,21 @@ def check(report: dict[str, Any], data: dict[str, Any]) -> list[Verdict]:
     verdicts = []
     for name, part in report.items():
         entry = data["workloads"].get(name)
-        counted = int(part["instructions_per_activation"])
+        unit, counted = per_unit(part)
         if entry is None:
-            verdicts.append(Verdict(name, "not applicable", "no budget for it", 0, counted))
+            verdicts.append(Verdict(name, "not applicable", "no budget for it", 0, counted, unit))
             continue
-        budget = int(entry["instructions_per_activation"])
+        budget_unit, budget = per_unit(entry)
         other = [
             f"{key} {part.get(key)} counted, {entry[key]} budgeted"
             for key in _SIZES
             if key in entry and part.get(key) != entry[key]
         ]
+        if budget_unit != unit:
+            other.append(f"counted per {unit}, budgeted per {budget_unit}")
         if differs or other:
             reason = "; ".join(differs + other)
-            verdicts.append(Verdict(name, "not applicable", reason, budget, counted))
+            verdicts.append(Verdict(name, "not applicable", reason, budget, counted, unit))
             continue
         change = counted / budget - 1
         if change > tolerance:
@@ -161,5 +166,5 @@ def check(report: dict[str, Any], data: dict[str, Any]) -> list[Verdict]:
             reason = f"{change:+.1%}: a gain to keep, record it (--record-budget)"
         else:
             state, reason = "within", f"{change:+.1%}"
-        verdicts.append(Verdict(name, state, reason, budget, counted))
+        verdicts.append(Verdict(name, state, reason, budget, counted, unit))
     return verdicts

@@ -145,6 +145,22 @@ def test_the_command_starts_without_the_service_or_the_store() -> None:
 _HEAVY = ("chdb", "pyarrow", "clickhouse_connect", "numpy", "fastapi", "grpc", "torch", "litellm")
 
 
+def test_the_receivers_screen_and_decoder_load_no_store_engine() -> None:
+    """What a collector does with each request (the fast path's screen, the Python decoder)
+    loads neither chdb nor the server client: a collector in front of a ClickHouse server has
+    no embedded engine to load (chdb alone costs ~0.3 s to import, minutes under valgrind,
+    where ``bench instructions`` counts the two)."""
+    probe = (
+        "import sys\n"
+        "from skillsight.store.fastpath import screen\n"
+        "from skillsight.ingest import otlp\n"
+        "print(sorted(m for m in ('chdb', 'clickhouse_connect') if m in sys.modules))\n"
+    )
+    result = run(sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -48,29 +48,32 @@ def counted(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, dict[st
 def test_the_count_is_the_works_alone(counted: tuple[int, str, dict[str, Any]]) -> None:
     _, _, report = counted
     sizes = budgets.sizes(budgets.load())
-    rebuild, evaluators = report["rebuild"], report["evaluators"]
-    assert (
-        rebuild["sessions"] == sizes["sessions"] and rebuild["activations"] == 4 * sizes["sessions"]
-    )
+    rebuild, evaluators, ingest = report["rebuild"], report["evaluators"], report["ingest"]
+    assert rebuild["sessions"] == sizes["sessions"]
+    assert rebuild["activations"] == 4 * sizes["sessions"]
     assert evaluators["activations"] == sizes["activations"] and evaluators["evaluators"] == 6
-    # at most millions of instructions an activation: not the interpreter's start and imports,
-    # which callgrind counts at ~1.7 billion
+    assert ingest["spans"] == sizes["spans"] and ingest["requests"] == -(-sizes["spans"] // 500)
+    # at most millions of instructions an activation, and far less a span: not the
+    # interpreter's start and imports, which callgrind counts at ~1.7 billion
     assert 100_000 < rebuild["instructions_per_activation"] < 50_000_000
     assert 50_000 < evaluators["instructions_per_activation"] < 20_000_000
-    assert rebuild["instructions"] == pytest.approx(
-        rebuild["instructions_per_activation"] * rebuild["activations"], rel=1e-3
-    )
+    assert 5_000 < ingest["instructions_per_span"] < 5_000_000
+    for part, unit in ((rebuild, "activation"), (evaluators, "activation"), (ingest, "span")):
+        assert part["instructions"] == pytest.approx(
+            part[f"instructions_per_{unit}"] * part[f"{unit}s"], rel=1e-3
+        )
 
 
 @needs_valgrind
 def test_the_same_code_and_inputs_count_the_same(counted: tuple[int, str, dict[str, Any]]) -> None:
     _, _, report = counted
-    again = run_instructions_bench(sessions=0, activations=report["evaluators"]["activations"])
-    assert "rebuild" not in again
-    # within a ten-thousandth
-    assert again["evaluators"]["instructions"] == pytest.approx(
-        report["evaluators"]["instructions"], rel=1e-4
-    )
+    again = run_instructions_bench(**budgets.sizes(budgets.load()))
+    # each workload within a ten-thousandth
+    for name in ("rebuild", "evaluators", "ingest"):
+        assert again[name]["instructions"] == pytest.approx(
+            report[name]["instructions"], rel=1e-4
+        ), name
+    assert run_instructions_bench(sessions=0, activations=0, spans=0) == {}  # all skipped
 
 
 @needs_valgrind
@@ -168,7 +171,7 @@ def test_recorded_budgets_load_back_with_their_sizes(tmp_path: Path) -> None:
     budgets.record(_report(1_000_000, 500_000), path)
     data = budgets.load(path)
     assert data["environment"] == budgets.environment()
-    assert budgets.sizes(data) == {"sessions": 5, "steps": 20, "activations": 100}
+    assert budgets.sizes(data) == {"sessions": 5, "steps": 20, "activations": 100, "spans": 0}
     assert _states(_report(1_000_000, 500_000), data) == {
         "rebuild": "within",
         "evaluators": "within",
@@ -183,7 +186,7 @@ def test_recorded_budgets_load_back_with_their_sizes(tmp_path: Path) -> None:
         ('{"workloads": {}}', "not a budget file"),
         (
             '{"environment": {}, "workloads": {"rebuild": {"instructions_per_activation": "x"}}}',
-            "has no instructions_per_activation",
+            "has no instructions per unit",
         ),
     ],
 )
@@ -212,4 +215,5 @@ def test_a_child_with_unknown_arguments_says_how_to_call_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["nothing"]) == 2
-    assert "usage: python -m benchmarks.instructions" in capsys.readouterr().out
+    assert main(["a", "b"]) == 2
+    assert "usage: python -m benchmarks.instructions PLAN_FILE" in capsys.readouterr().out

@@ -13,10 +13,10 @@ import logging
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillsight.errors import StoreError
-from skillsight.store import EmbeddedStore, store_condition
+from skillsight.store import store_condition
 from skillsight.store._scratch import scratch_dir
 from skillsight.store.fastpath._schema import envelope
 from skillsight.store.fastpath._statement import (
@@ -27,6 +27,9 @@ from skillsight.store.fastpath._statement import (
 )
 from skillsight.store.normalize import span_projection
 from skillsight.store.values import Limits
+
+if TYPE_CHECKING:  # the embedded store loads chdb: the screen alone must not
+    from skillsight.store import EmbeddedStore
 
 log = logging.getLogger(__name__)
 
