@@ -63,10 +63,16 @@ def attributes(items: Any, limits: Limits) -> tuple[list[str], list[str]]:
     for kv in items:
         keys.append(kv.key)
         value = kv.value
+        # A member of the oneof that is not the one set reads as its default, so a non-empty
+        # string is the value: most attributes are, and this spares them WhichOneof (a fifth of
+        # the decoder's time per span).
+        text = value.string_value
+        if text:
+            values.append(text if len(text) <= max_chars else cap(text, limits))
+            continue
         which = value.WhichOneof("value")
         if which == "string_value":
-            text = value.string_value
-            values.append(text if len(text) <= max_chars else cap(text, limits))
+            values.append("")
         elif which == "int_value":
             values.append(str(value.int_value))
         elif which == "bool_value":
