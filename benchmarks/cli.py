@@ -392,7 +392,7 @@ def bench_instructions(
         cells = [name, f"{part[unit + 's']:,} {unit}s", f"{value:,} per {unit}"]
         if name in verdicts:
             v = verdicts[name]
-            cells += [f"{v.budget:,}" if v.budget else "-", f"{v.state}: {v.reason}"]
+            cells += [f"{v.budget:,} per {v.unit}" if v.budget else "-", f"{v.state}: {v.reason}"]
         table.add_row(*cells)
     console.print(table)
     if record_budget:

@@ -20,16 +20,20 @@ workload's warm-up run are left out, and each workload gets its own count:
   the fast path hands back go through both); per span.
 
 The child applies a service process's collector threshold (``settle_heap``'s) and runs with a
-fixed hash seed (``PYTHONHASHSEED=0``): with string hashes random, sets and dicts iterate in
-another order in each process. A count repeats to within 0.01% in one folder; the same code in
-another folder (``bench compare``'s worktree) counts up to ~0.4% apart, since the memory layout
-moves the interpreter's method cache and dict probes. An instruction is not a fixed share of a
-second (a cache miss costs more than an add), so this complements the CPU-time figures: it says
-whether a change does less work, and ``bench compare --only instructions`` gives the ratio.
+fixed hash seed (``PYTHONHASHSEED=0``: with string hashes random, sets and dicts iterate in
+another order in each process), only the environment variables that decide what it runs, and
+its input files named relative to its folder. A count repeats to within 1e-6 in one folder; the
+same code in another folder (``bench compare``'s worktree), or after an edit that changes no
+code path, counts up to ~0.5% apart, since the memory layout moves the interpreter's method
+cache and dict probes (and the rebuild hashes its rows by identity). An instruction is not a
+fixed share of a second (a cache miss costs more than an add), so this complements the CPU-time
+figures: it says whether a change does less work, and ``bench compare --only instructions``
+gives the ratio.
 """
 
 from __future__ import annotations
 
+import compileall
 import gc
 import json
 import operator
@@ -97,7 +101,18 @@ def run_instructions_bench(
             return {}
         spec = Path(tmp) / "plan.json"
         spec.write_text(json.dumps(plan), encoding="utf-8")
+        _compiled()
         return _counted(valgrind, spec, Path(tmp) / "counts")
+
+
+def _compiled() -> None:
+    """Every module of the tree compiled to its cached bytecode before the child imports it: a
+    child that compiles a module (its source newer than its cache) lays its heap out otherwise
+    than one that loads it, and counted up to 0.2% apart from the next run. The child writes no
+    bytecode itself (``PYTHONDONTWRITEBYTECODE``), so a tree where none can be written is
+    compiled alike in every run."""
+    for package in ("skillsight", "benchmarks"):
+        compileall.compile_dir(_ROOT / package, quiet=2)
 
 
 def _save_rows(path: Path, sessions: int, steps: int, folder: Path) -> None:
@@ -157,6 +172,7 @@ def _counted(valgrind: str, plan: Path, out: Path) -> dict[str, Any]:
     env = {
         **{k: v for k, v in os.environ.items() if k in _KEPT_ENV or k.startswith("SKILLSIGHT_")},
         "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])),
     }
     command = [
