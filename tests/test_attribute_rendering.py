@@ -17,19 +17,12 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 
 from skillsight.ingest.otlp.traces import attributes
 from skillsight.store.values import Limits, render
+from tests.test_fuzz_otlp import scalars
 
 LIMITS = Limits(max_value_chars=24, max_depth=3)
 
-_scalars = st.one_of(
-    st.builds(lambda s: AnyValue(string_value=s), st.text(max_size=40)),
-    st.builds(lambda i: AnyValue(int_value=i), st.integers(-(2**63), 2**63 - 1)),
-    st.builds(lambda b: AnyValue(bool_value=b), st.booleans()),
-    st.builds(lambda d: AnyValue(double_value=d), st.floats(allow_nan=True)),
-    st.builds(lambda b: AnyValue(bytes_value=b), st.binary(max_size=12)),
-    st.just(AnyValue()),  # no member set
-)
 _values = st.recursive(
-    _scalars,
+    scalars,  # every scalar kind, the unset value too, as the fuzz tests make them
     lambda inner: st.one_of(
         st.builds(
             lambda vs: AnyValue(array_value=ArrayValue(values=vs)), st.lists(inner, max_size=3)
