@@ -1,15 +1,16 @@
 """Instruction budgets: ``bench instructions``' counts recorded, and each new count held to them.
 
-A count repeats to within 0.01% in one folder and ~0.4% across folders, so a change that makes
-the rebuild algorithm, the cheap evaluators or the collector's decoding do a few percent more
-work shows, where CPU-time figures on a shared VM cannot tell it from drift. The budget file
-records, per workload, the instructions per unit (activation or span) and the sizes they were
-counted at, with the environment that decides them: the interpreter, the machine's
-architecture, valgrind and the libraries the counted code runs (pydantic, orjson, protobuf). A
-count is held to its budget only in that environment; elsewhere the check is not applicable and
-says what differs (a new pydantic release moves the counts with no change here). Within it, a
-count more than ``tolerance`` above its budget is a regression; more than ``tolerance`` below,
-a gain to record, so the budget keeps it (``--record-budget``).
+A count repeats to within 1e-6 for the same tree and ~0.5% across folders or after an edit that
+changes no code path, so a change that makes the rebuild algorithm, the cheap evaluators or the
+collector's decoding do a few percent more work shows, where CPU-time figures on a shared VM
+cannot tell it from drift. The budget file records, per workload, the instructions per unit
+(activation or span) and the sizes they were counted at, with the environment that decides
+them: the interpreter, the machine's architecture and CPU vendor, valgrind and the libraries
+the counted code runs (pydantic, orjson, protobuf). A count is held to its budget only in that
+environment; elsewhere the check is not applicable and says what differs (a new pydantic
+release moves the counts with no change here). Within it, a count more than ``tolerance`` above
+its budget is a regression; more than ``tolerance`` below, a gain to record, so the budget
+keeps it (``--record-budget``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from skillsight.errors import SkillsightError
 
 BUDGETS = Path(__file__).resolve().parent / "instruction_budgets.json"
 TOLERANCE = 0.03
-"""How far a count may drift from its budget: above the folder-to-folder spread (~0.4%) and
-what two x86-64 CPUs' library variants under valgrind may add, below a change worth seeing."""
+"""How far a count may drift from its budget: above the folder-to-folder spread (~0.5%) and
+what two CPUs of one vendor may differ by under valgrind, below a change worth seeing."""
 
 _LIBRARIES = ("pydantic", "pydantic-core", "orjson", "protobuf")
 _SIZES = ("sessions", "steps", "activations", "spans")
@@ -57,10 +58,12 @@ class Verdict:
 
 
 def environment() -> dict[str, str]:
-    """What decides the counts besides the code: interpreter, architecture, valgrind, libraries."""
+    """What decides the counts besides the code: interpreter, architecture, CPU vendor,
+    valgrind, libraries."""
     found: dict[str, str] = {
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "machine": platform.machine(),
+        "cpu": _cpu_vendor(),
         "valgrind": _valgrind_version(),
     }
     for name in _LIBRARIES:
@@ -69,6 +72,19 @@ def environment() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             found[name] = "absent"
     return found
+
+
+def _cpu_vendor() -> str:
+    """The CPU's vendor: the C library picks its string and memory routines by what the CPU
+    reports, under valgrind too, so counts are compared within one vendor's CPUs only."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith(("vendor_id", "CPU implementer")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def _valgrind_version() -> str:
