@@ -49,7 +49,6 @@ class Verdict:
     """``within``, ``over``, ``under`` or ``not applicable``."""
     reason: str
     budget: int = 0
-    counted: int = 0
     unit: str = "activation"
 
     @property
@@ -160,7 +159,7 @@ def check(report: dict[str, Any], data: dict[str, Any]) -> list[Verdict]:
         entry = data["workloads"].get(name)
         unit, counted = per_unit(part)
         if entry is None:
-            verdicts.append(Verdict(name, "not applicable", "no budget for it", 0, counted, unit))
+            verdicts.append(Verdict(name, "not applicable", "no budget for it", 0, unit))
             continue
         budget_unit, budget = per_unit(entry)
         other = [
@@ -172,7 +171,7 @@ def check(report: dict[str, Any], data: dict[str, Any]) -> list[Verdict]:
             other.append(f"counted per {unit}, budgeted per {budget_unit}")
         if differs or other:
             reason = "; ".join(differs + other)
-            verdicts.append(Verdict(name, "not applicable", reason, budget, counted, unit))
+            verdicts.append(Verdict(name, "not applicable", reason, budget, unit))
             continue
         change = counted / budget - 1
         if change > tolerance:
@@ -182,5 +181,5 @@ def check(report: dict[str, Any], data: dict[str, Any]) -> list[Verdict]:
             reason = f"{change:+.1%}: a gain to keep, record it (--record-budget)"
         else:
             state, reason = "within", f"{change:+.1%}"
-        verdicts.append(Verdict(name, state, reason, budget, counted, unit))
+        verdicts.append(Verdict(name, state, reason, budget, unit))
     return verdicts

@@ -290,6 +290,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m benchmarks.instructions PLAN_FILE (written by the bench)")
         return 2
     from skillsight.config import Settings
+    from skillsight.runtime import settle_heap
 
     plan = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     makers = {
@@ -298,11 +299,7 @@ def main(argv: list[str]) -> int:
         "ingest": _ingest_workload,
     }
     prepared = [(name, makers[name](plan[name])) for name in WORKLOADS if name in plan]
-    # a service process's young-generation threshold, as skillsight.runtime.settle_heap sets
-    # it (that package loads chdb, which takes minutes under callgrind)
-    young = Settings.load().gc_young_threshold
-    if young > 0:
-        gc.set_threshold(young, *gc.get_threshold()[1:])
+    settle_heap(Settings.load().gc_young_threshold)  # a service process's collector thresholds
     report: dict[str, Any] = {}
     for name, (run, part) in prepared:
         _settled()

@@ -159,6 +159,13 @@ def test_the_receivers_screen_and_decoder_load_no_store_engine() -> None:
     assert _loaded_after(imports, ("chdb", "clickhouse_connect")) == []
 
 
+def test_the_composition_roots_heap_policy_loads_no_service() -> None:
+    """``skillsight.runtime`` is a lazy face: taking its heap policy (as ``bench instructions``'
+    child does) builds nothing and loads no store engine; the services load on first use."""
+    assert _loaded_after("from skillsight.runtime import settle_heap", ("chdb",)) == []
+    assert _loaded_after("from skillsight.runtime import build_services", ("chdb",)) == ["chdb"]
+
+
 @pytest.mark.parametrize(
     "command",
     [

@@ -7,10 +7,19 @@
 
 from __future__ import annotations
 
-from skillsight.runtime._evaluation import ServiceEvaluators, build_scheduler, service_evaluators
-from skillsight.runtime._heap import settle_heap
-from skillsight.runtime._process import parse_shard, run_services, stop_on_signals
-from skillsight.runtime._services import ROLES, Role, Services, build_services, role_named
+from typing import TYPE_CHECKING
+
+from skillsight._faces import lazy_face
+
+if TYPE_CHECKING:  # each loaded on first use: the services load the store (chdb), the heap not
+    from skillsight.runtime._evaluation import (
+        ServiceEvaluators,
+        build_scheduler,
+        service_evaluators,
+    )
+    from skillsight.runtime._heap import settle_heap
+    from skillsight.runtime._process import parse_shard, run_services, stop_on_signals
+    from skillsight.runtime._services import ROLES, Role, Services, build_services, role_named
 
 __all__ = [
     "ROLES",
@@ -26,3 +35,5 @@ __all__ = [
     "settle_heap",
     "stop_on_signals",
 ]
+
+__getattr__, __dir__ = lazy_face(globals())
